@@ -1,0 +1,17 @@
+"""jaxpr-proto: a versioned protobuf exchange format for JAX programs (jaxprs)."""
+__version__ = "0.1.0"
+
+from jaxpr_proto.errors import (DecodeError, EncodeError, Error,
+                                UnknownPrimitiveError, VersionError)
+from jaxpr_proto.api import decode, dumps, encode, load, loads, parse, save
+from jaxpr_proto.registry import register_primitive
+from jaxpr_proto.pytrees import register_pytree_node
+from jaxpr_proto.values import register_param_type
+from jaxpr_proto.v1 import jaxpr_pb2 as proto
+
+__all__ = [
+    "DecodeError", "EncodeError", "Error", "UnknownPrimitiveError",
+    "VersionError", "decode", "dumps", "encode", "load", "loads", "parse",
+    "save", "register_primitive", "register_pytree_node",
+    "register_param_type", "proto",
+]

@@ -1,0 +1,197 @@
+"""custom_jvp and custom_vjp rules, captured as jaxprs at encode time.
+
+A `custom_jvp_call` eqn holds its jvp rule as a Python thunk, and a
+`custom_vjp_call` eqn holds Python `fwd`/`bwd` functions. The encoder calls
+them once (all tangents nonzero) and stores the resulting jaxprs in the
+Module's `rules` table. Rules recurse (logaddexp's jvp calls logaddexp), so
+rules are interned by the rule function and primal program, and the decoder
+builds each rule's jaxpr lazily, on first use by JAX's autodiff.
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from jaxpr_proto import _jax
+from jaxpr_proto.errors import DecodeError, EncodeError
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+
+def _is_per_trace(f) -> bool:
+  # JAX's own closures are made anew at each trace; user functions are not.
+  return f.__module__.startswith("jax._src") and "<locals>" in f.__qualname__
+
+
+def _rule_functions(fun, depth=0, out=None):
+  """The functions behind a rule thunk that identify the rule across traces."""
+  out = [] if out is None else out
+  if depth > 8:
+    return out
+  if isinstance(fun, _jax.WrappedFun):
+    _rule_functions(fun.f, depth + 1, out)
+  elif isinstance(fun, types.FunctionType):
+    if not _is_per_trace(fun):
+      out.append(fun)
+    for cell in fun.__closure__ or ():
+      try:
+        c = cell.cell_contents
+      except ValueError:
+        continue
+      if isinstance(c, (_jax.WrappedFun, types.FunctionType)):
+        _rule_functions(c, depth + 1, out)
+  return out
+
+
+def _rule_key(kind, thunk, call_jaxpr, extra):
+  return (kind, tuple(_rule_functions(thunk)), str(call_jaxpr),
+          tuple(map(str, call_jaxpr.in_avals)), extra)
+
+
+def _closed(jaxpr, consts):
+  return _jax.ClosedJaxpr(jaxpr, list(consts))
+
+
+# --- encoding ----------------------------------------------------------------
+
+def encode_jvp_rule(enc, params, path) -> int:
+  thunk = params["jvp_jaxpr_fun"]
+  call_jaxpr = params["call_jaxpr"]
+  key = _rule_key("jvp", thunk, call_jaxpr, (params["num_consts"], params["symbolic_zeros"]))
+  idx = enc.rules.get(key)
+  if idx is not None:
+    return idx
+  idx = enc.rules[key] = len(enc.m.rules)
+  msg = enc.m.rules.add().jvp
+  n_primals = len(call_jaxpr.in_avals) - params["num_consts"]
+  try:
+    jaxpr, consts, out_zeros = thunk.call_wrapped(*([False] * n_primals))
+  except Exception as e:
+    raise EncodeError(f"tracing the custom_jvp rule failed: {type(e).__name__}: {e}", path) from e
+  msg.name = thunk.debug_info.func_name
+  msg.debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
+  msg.out_zeros.extend(bool(z) for z in out_zeros)
+  msg.jvp = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.jvp")
+  return idx
+
+
+def _is_zero(x):
+  return type(x).__name__ in ("Zero", "SymbolicZero") and hasattr(x, "aval")
+
+
+def _zeros(aval):
+  return np.zeros(aval.shape, aval.dtype)
+
+
+def encode_vjp_rule(enc, params, path) -> int:
+  thunk, bwd, out_trees = params["fwd_jaxpr_thunk"], params["bwd"], params["out_trees"]
+  call_jaxpr, num_consts = params["call_jaxpr"], params["num_consts"]
+  key = _rule_key("vjp", thunk, call_jaxpr, (num_consts, params["symbolic_zeros"], id(bwd.f)))
+  idx = enc.rules.get(key)
+  if idx is not None:
+    return idx
+  idx = enc.rules[key] = len(enc.m.rules)
+  msg = enc.m.rules.add().vjp
+  in_avals = call_jaxpr.in_avals
+  n_primals = len(in_avals) - num_consts
+  try:
+    fwd_jaxpr, fwd_consts = thunk.call_wrapped(*([True] * n_primals))
+    out_tree, res_tree, input_fwds = out_trees()
+  except Exception as e:
+    raise EncodeError(f"tracing the custom_vjp fwd rule failed: {type(e).__name__}: {e}", path) from e
+  fwd_out = [v.aval for v in fwd_jaxpr.outvars]
+  res_out = iter(fwd_out[:len(fwd_out) - len(call_jaxpr.out_avals)])
+  res_avals = [next(res_out) if f is None else in_avals[f] for f in input_fwds]
+  ct_avals = [a.to_tangent_aval() for a in call_jaxpr.out_avals]
+  primal_in = in_avals[num_consts:]
+
+  def bwd_flat(*args):
+    outs = bwd.call_wrapped(*args)
+    return [(_zeros(a.to_tangent_aval()) if (x is None or _is_zero(x)) else x)
+            for x, a in zip(outs, primal_in)]
+
+  try:
+    bwd_fun = _jax.wrap_init(bwd_flat, debug_info=bwd.debug_info)
+    bwd_jaxpr, _, bwd_consts = _jax.trace_to_jaxpr_dynamic(bwd_fun, [*res_avals, *ct_avals])
+  except Exception as e:
+    raise EncodeError(f"tracing the custom_vjp bwd rule failed: {type(e).__name__}: {e}", path) from e
+  msg.fwd_name = thunk.debug_info.func_name
+  msg.bwd_name = bwd.debug_info.func_name
+  msg.fwd_debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
+  msg.bwd_debug_info.CopyFrom(enc.debug_info_msg(bwd.debug_info))
+  msg.out_tree.CopyFrom(enc.value(out_tree, f"{path}.out_tree").treedef)
+  msg.res_tree.CopyFrom(enc.value(res_tree, f"{path}.res_tree").treedef)
+  msg.input_fwds.extend(-1 if f is None else f for f in input_fwds)
+  msg.fwd = enc.closed_jaxpr(_closed(fwd_jaxpr, fwd_consts), f"{path}.fwd")
+  msg.bwd = enc.closed_jaxpr(_closed(bwd_jaxpr, bwd_consts), f"{path}.bwd")
+  return idx
+
+
+# --- decoding ----------------------------------------------------------------
+
+class JvpRule:
+  """A decoded custom_jvp rule; `thunk` is the eqn's `jvp_jaxpr_fun`."""
+
+  def __init__(self, dec, msg: pb.CustomJvpRule, path):
+    self._dec, self._msg, self._path = dec, msg, path
+    self._cache = {}
+    self.thunk = _jax.wrap_init(self._jvp_jaxpr, debug_info=dec.debug_info(msg.debug_info, msg.name))
+
+  def _jvp_jaxpr(self, *in_zeros):
+    key = tuple(bool(z) for z in in_zeros)
+    out = self._cache.get(key)
+    if out is None:
+      out = self._cache[key] = self._build(key)
+    return out
+
+  def _build(self, in_zeros):
+    cj = self._dec.closed_jaxpr(self._msg.jvp, self._path + ".jvp")
+    out_zeros = list(self._msg.out_zeros)
+    if not any(in_zeros):
+      return cj.jaxpr, cj.consts, out_zeros
+    # Symbolic-zero tangents: feed explicit zeros to the all-nonzero rule.
+    n = len(in_zeros)
+    primal_avals = cj.in_avals[:n]
+    nz_avals = [a for a, z in zip(cj.in_avals[n:], in_zeros) if not z]
+    zero_avals = cj.in_avals[n:]
+
+    def f(*args):
+      primals, nz = args[:n], iter(args[n:])
+      tangents = [_zeros(a) if z else next(nz) for a, z in zip(zero_avals, in_zeros)]
+      return _jax.eval_jaxpr(cj.jaxpr, cj.consts, *primals, *tangents)
+
+    with _jax.no_current_trace():
+      jaxpr, _, consts = _jax.trace_to_jaxpr_dynamic(
+          _jax.wrap_init(f, debug_info=self.thunk.debug_info), [*primal_avals, *nz_avals])
+    return jaxpr, consts, out_zeros
+
+
+class VjpRule:
+  """A decoded custom_vjp rule: the eqn's fwd_jaxpr_thunk, bwd and out_trees."""
+
+  def __init__(self, dec, msg: pb.CustomVjpRule, path):
+    self._dec, self._msg, self._path = dec, msg, path
+    self._fwd = None
+    self._bwd = None
+    self.fwd_thunk = _jax.wrap_init(
+        self._fwd_jaxpr, debug_info=dec.debug_info(msg.fwd_debug_info, msg.fwd_name))
+    self.bwd = _jax.wrap_init(
+        self._bwd_call, debug_info=dec.debug_info(msg.bwd_debug_info, msg.bwd_name))
+    out_tree = dec.treedef(msg.out_tree, path + ".out_tree")
+    res_tree = dec.treedef(msg.res_tree, path + ".res_tree")
+    input_fwds = [None if f < 0 else f for f in msg.input_fwds]
+    if len(input_fwds) != res_tree.num_leaves:
+      raise DecodeError("input_fwds does not match the residual tree", path)
+    self.out_trees = lambda: (out_tree, res_tree, list(input_fwds))
+
+  def _fwd_jaxpr(self, *nonzeros):
+    if self._fwd is None:
+      self._fwd = self._dec.closed_jaxpr(self._msg.fwd, self._path + ".fwd")
+    return self._fwd.jaxpr, self._fwd.consts
+
+  def _bwd_call(self, *args):
+    if self._bwd is None:
+      self._bwd = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
+    cj = self._bwd
+    args = [_zeros(a) if _is_zero(x) else x for x, a in zip(args, cj.in_avals)]
+    return _jax.eval_jaxpr(cj.jaxpr, cj.consts, *args)

@@ -1,0 +1,476 @@
+"""jaxpr_proto.v1.Module -> ClosedJaxpr.
+
+Table entries are decoded on first reference and cached by index, so shared
+sub-jaxprs stay shared and each error names the path of the reference that
+reached it. Decoding never imports a module and never looks up or calls a
+name taken from the file: every name is looked up in this package's tables.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import jax
+
+from jaxpr_proto import _jax, _traceback, custom_rules, param_codecs, pytrees, values
+from jaxpr_proto.dtypes import decode_dtype
+from jaxpr_proto.errors import DecodeError, Error
+from jaxpr_proto.registry import REGISTRY
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.versions import check_version
+
+_MS = {pb.MEMORY_SPACE_DEVICE_UNSPECIFIED: _jax.MemorySpace.Device,
+       pb.MEMORY_SPACE_HOST: _jax.MemorySpace.Host,
+       pb.MEMORY_SPACE_ANY: _jax.MemorySpace.Any}
+_K = pb.ArrayKind
+_MAX_DEPTH = 200  # nesting of sub-jaxprs, far above what real programs use
+_IN_PROGRESS = object()
+
+
+class Decoder:
+
+  def __init__(self, m: pb.Module):
+    self.m = m
+    self._jaxprs: dict[int, object] = {}
+    self._closed: dict[int, object] = {}
+    self._avals: dict[int, object] = {}
+    self._prims: dict[int, object] = {}
+    self._tracebacks: dict[int, object] = {}
+    self._name_stacks: dict[int, object] = {}
+    self._contexts: dict[int, object] = {}
+    self._rules: dict[int, object] = {}
+    self._source_infos: dict[tuple, object] = {}
+    self._depth = 0
+    self._scope = None
+
+  # --- tables -------------------------------------------------------------
+  def _entry(self, table, i, name, path):
+    if not 0 <= i < len(table):
+      raise DecodeError(f"{name} index {i} is out of range (table has {len(table)})", path)
+    return table[i]
+
+  def closed_jaxpr(self, i: int, path: str):
+    cj = self._closed.get(i)
+    if cj is _IN_PROGRESS:
+      raise DecodeError(f"closed jaxpr {i} refers to itself", path)
+    if cj is None:
+      msg = self._entry(self.m.closed_jaxprs, i, "closed jaxpr", path)
+      self._closed[i] = _IN_PROGRESS
+      try:
+        jaxpr = self.jaxpr(msg.jaxpr, path)
+        if len(msg.consts) != len(jaxpr.constvars):
+          raise DecodeError(f"{len(msg.consts)} consts for {len(jaxpr.constvars)} constvars", path)
+        consts = [self.const(c, v.aval, f"{path}.consts[{k}]")
+                  for k, (c, v) in enumerate(zip(msg.consts, jaxpr.constvars))]
+        cj = _jax.ClosedJaxpr(jaxpr, consts)
+      except BaseException:
+        del self._closed[i]
+        raise
+      self._closed[i] = cj
+    return cj
+
+  def jaxpr(self, i: int, path: str):
+    j = self._jaxprs.get(i)
+    if j is _IN_PROGRESS:
+      raise DecodeError(f"jaxpr {i} refers to itself", path)
+    if j is None:
+      msg = self._entry(self.m.jaxprs, i, "jaxpr", path)
+      if self._depth >= _MAX_DEPTH:
+        raise DecodeError(f"sub-jaxprs nested deeper than {_MAX_DEPTH}", path)
+      self._jaxprs[i] = _IN_PROGRESS
+      self._depth += 1
+      try:
+        j = self._decode_jaxpr(msg, path)
+      except BaseException:
+        del self._jaxprs[i]
+        raise
+      finally:
+        self._depth -= 1
+      self._jaxprs[i] = j
+    return j
+
+  def aval(self, i: int, path: str):
+    a = self._avals.get(i)
+    if a is None:
+      msg = self._entry(self.m.avals, i, "aval", path)
+      self._avals[i] = _IN_PROGRESS
+      try:
+        a = self._decode_aval(msg, f"{path}(aval {i})")
+      finally:
+        self._avals.pop(i, None)
+      self._avals[i] = a
+    elif a is _IN_PROGRESS:
+      raise DecodeError(f"aval {i} refers to itself", path)
+    return a
+
+  def primitive(self, i: int, path: str):
+    p = self._prims.get(i)
+    if p is None:
+      msg = self._entry(self.m.primitives, i, "primitive", path)
+      p = self._prims[i] = REGISTRY.lookup(msg.namespace, msg.name, path)
+    return p
+
+  def rule(self, i: int, path: str):
+    r = self._rules.get(i)
+    if r is None:
+      msg = self._entry(self.m.rules, i, "rule", path)
+      kind = msg.WhichOneof("kind")
+      where = f"{path}(rule {i})"
+      if kind == "jvp":
+        r = custom_rules.JvpRule(self, msg.jvp, where)
+      elif kind == "vjp":
+        r = custom_rules.VjpRule(self, msg.vjp, where)
+      else:
+        raise DecodeError("empty custom rule", where)
+      self._rules[i] = r
+    return r
+
+  def _traceback(self, i: int, path: str):
+    if not i:
+      return None
+    if not self._tracebacks:  # all at once: the builder is fastest in batches
+      strings, frames = self.m.strings, self.m.frames
+      lists = []
+      for k, msg in enumerate(self.m.tracebacks):
+        fl = []
+        for j in msg.frames:
+          f = self._entry(frames, j, "frame", f"tracebacks[{k}]")
+          fl.append((self._entry(strings, f.file, "string", f"frames[{j}]"),
+                     self._entry(strings, f.function, "string", f"frames[{j}]"),
+                     f.line, f.column, f.end_line, f.end_column))
+        lists.append(fl)
+      self._tracebacks = dict(enumerate(_traceback.make_tracebacks(lists)))
+    tb = self._tracebacks.get(i)
+    if tb is None:
+      self._entry(self.m.tracebacks, i, "traceback", path)
+    return tb
+
+  def _name_stack(self, i: int, path: str):
+    ns = self._name_stacks.get(i)
+    if ns is None:
+      msg = self._entry(self.m.name_stacks, i, "name stack", path)
+      ns = self._name_stacks[i] = _jax.NameStack(tuple(
+          (_jax.Transform if s.transform else _jax.Scope)(s.name) for s in msg.scopes))
+    return ns
+
+  def source_info(self, tb: int, ns: int, path: str):
+    key = (tb, ns)
+    si = self._source_infos.get(key)
+    if si is None:
+      si = self._source_infos[key] = _traceback.make_source_info(
+          self._traceback(tb, path), self._name_stack(ns, path))
+    return si
+
+  def context(self, i: int, path: str):
+    ctx = self._contexts.get(i)
+    if ctx is None:
+      msg = self._entry(self.m.contexts, i, "context", path)
+      mesh = values.decode_mesh(msg.cur_abstract_mesh, path + ".context")
+      xla_metadata = None
+      if msg.HasField("xla_metadata"):
+        md = self.value(msg.xla_metadata, path + ".context.xla_metadata")
+        if not isinstance(md, dict):
+          raise DecodeError("xla_metadata must be a dict", path)
+        xla_metadata = md
+      ctx = self._contexts[i] = _jax.make_context(
+          msg.compute_type if msg.HasField("compute_type") else None,
+          msg.threefry_partitionable, mesh, msg.remove_size_one_mesh_axis,
+          xla_metadata)
+    return ctx
+
+  # --- jaxprs -------------------------------------------------------------
+  def _decode_jaxpr(self, msg: pb.Jaxpr, path: str):
+    env: dict[int, object] = {}
+    aval = self.aval
+    prefix = f"{path}." if path else ""
+
+    def define(v, where):
+      if v.id in env:
+        raise DecodeError(f"variable id {v.id} is defined twice (not SSA)", where)
+      var = env[v.id] = _jax.Var(aval(v.aval, where))
+      return var
+
+    def atom(a, where):
+      kind = a.WhichOneof("kind")
+      if kind == "var":
+        try:
+          return env[a.var]
+        except KeyError:
+          raise DecodeError(f"variable id {a.var} is used before it is defined", where) from None
+      if kind == "literal":
+        av = aval(a.literal.aval, where)
+        return _jax.Literal(self.literal(a.literal.value, av, where), av)
+      raise DecodeError("empty operand", where)
+
+    constvars = [define(v, f"{prefix}constvars[{k}]") for k, v in enumerate(msg.constvars)]
+    invars = [define(v, f"{prefix}invars[{k}]") for k, v in enumerate(msg.invars)]
+    eqns = []
+    for k, e in enumerate(msg.eqns):
+      where = f"{prefix}eqn[{k}]"
+      prim = self.primitive(e.primitive, where)
+      ins = [atom(a, f"{where}.invars[{j}]") for j, a in enumerate(e.invars)]
+      params = param_codecs.decode_params(self, prim.name, e.params, where)
+      effs = self.effects(e.effects, env, f"{where}.effects")
+      si = self.source_info(e.traceback, e.name_stack, where)
+      ctx = self.context(e.context, where)
+      outs = []
+      for j, b in enumerate(e.outvars):
+        kind = b.WhichOneof("kind")
+        if kind == "var":
+          outs.append(define(b.var, f"{where}.outvars[{j}]"))
+        elif kind == "drop":
+          outs.append(_jax.DropVar(aval(b.drop.aval, f"{where}.outvars[{j}]")))
+        else:
+          raise DecodeError("empty output binder", f"{where}.outvars[{j}]")
+      eqns.append(_jax.eqn(ins, outs, prim, params, effs, si, ctx))
+    outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
+    effs = self.effects(msg.effects, env, f"{prefix}effects")
+    debug = self.debug_info(msg.debug_info) if msg.HasField("debug_info") else None
+    if debug is None:
+      debug = _jax.DebugInfo("jaxpr_proto", None, tuple([None] * len(invars)), None)
+    try:
+      return _jax.Jaxpr(constvars, invars, outvars, eqns, effs, debug)
+    except Exception as e:
+      raise DecodeError(f"invalid jaxpr: {e}", path) from None
+
+  def effects(self, msgs, env, path):
+    out = set()
+    for k, m in enumerate(msgs):
+      eff = values.EFFECTS.get(m.name)
+      if eff is not None:
+        out.add(eff)
+        continue
+      cls = values.INPUT_EFFECTS.get(m.name)
+      if cls is None:
+        raise DecodeError(f"unknown effect {m.name!r}", f"{path}[{k}]")
+      if not m.HasField("input_var") or m.input_var not in env:
+        raise DecodeError(f"effect {m.name} refers to an undefined variable", f"{path}[{k}]")
+      out.add(cls(env[m.input_var]))
+    return out
+
+  def debug_info(self, msg: pb.DebugInfo, func_name: str | None = None):
+    def strings(o):
+      missing = set(o.missing)
+      return tuple(None if i in missing else s for i, s in enumerate(o.values))
+    arg_names = strings(msg.arg_names) if msg.HasField("arg_names") else None
+    result_paths = strings(msg.result_paths) if msg.HasField("result_paths") else None
+    src = msg.func_src_info or None
+    if src is None and func_name:
+      src = func_name
+    return _jax.DebugInfo(msg.traced_for or "jaxpr_proto", src, arg_names, result_paths)
+
+  # --- avals --------------------------------------------------------------
+  def _decode_aval(self, msg: pb.Aval, path: str):
+    kind = msg.WhichOneof("kind")
+    if kind == "shaped_array":
+      return self._shaped_array(msg.shaped_array, path)
+    if kind == "token":
+      return _jax.abstract_token
+    if kind == "ref":
+      from jax._src.state.types import AbstractRef
+      inner = self.aval(msg.ref.inner, path)
+      try:
+        return AbstractRef(inner, self.value(msg.ref.memory_space, path),
+                           self.value(msg.ref.kind, path))
+      except Exception as e:
+        raise DecodeError(f"bad ref type: {e}", path) from None
+    raise DecodeError("empty aval", path)
+
+  def _shaped_array(self, msg: pb.ShapedArray, path: str):
+    dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+    shape = tuple(self._dim(d, path) for d in msg.shape)
+    try:
+      ms = _MS[msg.memory_space]
+    except KeyError:
+      raise DecodeError(f"unknown memory space {msg.memory_space}", path) from None
+    kw = {}
+    if msg.HasField("sharding"):
+      kw["sharding"] = values.decode_named_sharding(msg.sharding, path + ".sharding")
+    if msg.varying or msg.unreduced or msg.reduced:
+      kw["manual_axis_type"] = _jax.ManualAxisType(
+          varying=frozenset(msg.varying), unreduced=frozenset(msg.unreduced),
+          reduced=frozenset(msg.reduced))
+    try:
+      return _jax.ShapedArray(shape, dtype, msg.weak_type, memory_space=ms, **kw)
+    except Exception as e:
+      raise DecodeError(f"bad array type: {e}", path) from None
+
+  def _dim(self, d: pb.Dim, path: str):
+    kind = d.WhichOneof("kind")
+    if kind == "constant":
+      if d.constant < 0:
+        raise DecodeError(f"negative dimension {d.constant}", path)
+      return d.constant
+    if kind == "symbolic":
+      return self.symbolic_dim(d.symbolic, path)
+    raise DecodeError("empty dimension", path)
+
+  def symbolic_dim(self, s: str, path: str):
+    if self._scope is None:
+      try:
+        self._scope = jax.export.SymbolicScope(list(self.m.symbolic_scope.constraints))
+      except Exception as e:
+        raise DecodeError(f"bad symbolic scope: {e}", "symbolic_scope") from None
+    try:
+      (dim,) = jax.export.symbolic_shape(s, scope=self._scope)
+    except Exception as e:
+      raise DecodeError(f"bad symbolic dimension {s!r}: {e}", path) from None
+    return dim
+
+  # --- values -------------------------------------------------------------
+  def literal(self, msg: pb.Value, aval, path):
+    return self.value(msg, path)
+
+  def const(self, msg: pb.Value, aval, path):
+    return self.value(msg, path)
+
+  def treedef(self, msg: pb.TreeDef, path):
+    return pytrees.decode_treedef(msg, self.value, path)
+
+  def value(self, msg: pb.Value, path: str):
+    kind = msg.WhichOneof("kind")
+    dec = _VALUE_DECODERS.get(kind)
+    if dec is None:
+      raise DecodeError("empty value" if kind is None else f"unknown value kind {kind}", path)
+    return dec(self, getattr(msg, kind), path)
+
+
+def _array(dec, msg: pb.Array, path):
+  x = values.decode_array_np(msg, path)
+  kind = msg.kind
+  typed = _TYPED_SCALARS.get(kind)
+  if typed is not None:
+    value, dtype = x
+    cls, py = typed
+    return cls(py(value), dtype)
+  if msg.dtype == pb.DTYPE_KEY:
+    if kind != _K.ARRAY_KIND_JAX:
+      raise DecodeError("key arrays must be jax arrays", path)
+    return _jax.wrap_key_data(x, msg.key_impl)
+  if kind == _K.ARRAY_KIND_NUMPY_UNSPECIFIED:
+    return x.copy()
+  if kind == _K.ARRAY_KIND_JAX:
+    return jax.numpy.asarray(x)
+  if kind == _K.ARRAY_KIND_NUMPY_SCALAR:
+    if x.shape != ():
+      raise DecodeError("a numpy scalar must have shape ()", path)
+    return x[()]
+  if kind == _K.ARRAY_KIND_TYPED_NDARRAY:
+    return _jax.TypedNdArray(x.copy(), None)
+  raise DecodeError(f"unknown array kind {kind}", path)
+
+
+_TYPED_SCALARS = {_K.ARRAY_KIND_TYPED_INT: (_jax.TypedInt, int),
+                  _K.ARRAY_KIND_TYPED_FLOAT: (_jax.TypedFloat, float),
+                  _K.ARRAY_KIND_TYPED_COMPLEX: (_jax.TypedComplex, complex)}
+
+
+def _enum(dec, msg: pb.EnumValue, path):
+  cls = values.ENUM_TYPES.get(msg.type)
+  if cls is None:
+    raise DecodeError(f"enum type {msg.type!r} is not allow-listed", path)
+  try:
+    return cls[msg.member]
+  except KeyError:
+    raise DecodeError(f"{msg.type} has no member {msg.member!r}", path) from None
+
+
+def _record(dec, msg: pb.Record, path):
+  cls = values.RECORD_TYPES.get(msg.type)
+  if cls is None:
+    raise DecodeError(f"record type {msg.type!r} is not allow-listed", path)
+  fields = {}
+  for f in msg.fields:
+    if f.name in fields:
+      raise DecodeError(f"field {f.name!r} given twice", path)
+    fields[f.name] = dec.value(f.value, f"{path}.{f.name}")
+  return values.make_record(cls, fields, path)
+
+
+def _singleton(dec, name, path):
+  try:
+    return values.SINGLETONS[name]
+  except KeyError:
+    raise DecodeError(f"unknown singleton {name!r}", path) from None
+
+
+def _seq(make):
+  def f(dec, msg, path):
+    return make(dec.value(x, f"{path}[{i}]") for i, x in enumerate(msg.items))
+  return f
+
+
+def _dict(dec, msg, path):
+  out = {}
+  for e in msg.entries:
+    k = dec.value(e.key, f"{path}.key")
+    try:
+      out[k] = dec.value(e.value, f"{path}[{k!r}]")
+    except TypeError:
+      raise DecodeError(f"unhashable dict key {k!r}", path) from None
+  return out
+
+
+def _frozenset(dec, msg, path):
+  try:
+    return frozenset(dec.value(x, f"{path}[{i}]") for i, x in enumerate(msg.items))
+  except TypeError:
+    raise DecodeError("unhashable frozenset item", path) from None
+
+
+def _big_int(dec, s, path):
+  if not s.lstrip("-").isdigit() or len(s) > 4000:
+    raise DecodeError(f"bad big int {s[:40]!r}", path)
+  return int(s)
+
+
+def _primitive(dec, msg, path):
+  return dec.primitive(msg.index, path)
+
+
+def _dtype(dec, msg, path):
+  return decode_dtype(msg.dtype, msg.key_impl, path)
+
+
+_VALUE_DECODERS = {
+    "none": lambda dec, m, path: None,
+    "bool": lambda dec, m, path: m,
+    "int": lambda dec, m, path: m,
+    "float": lambda dec, m, path: m,
+    "complex": lambda dec, m, path: complex(m.real, m.imag),
+    "str": lambda dec, m, path: m,
+    "bytes": lambda dec, m, path: m,
+    "dtype": _dtype,
+    "array": _array,
+    "tuple": _seq(tuple),
+    "list": _seq(list),
+    "dict": _dict,
+    "frozenset": _frozenset,
+    "jaxpr": lambda dec, m, path: dec.jaxpr(m, path),
+    "closed_jaxpr": lambda dec, m, path: dec.closed_jaxpr(m, path),
+    "enum": _enum,
+    "record": _record,
+    "treedef": lambda dec, m, path: dec.treedef(m, path),
+    "mesh": lambda dec, m, path: values.decode_mesh(m, path),
+    "partition_spec": lambda dec, m, path: values.decode_spec(m, path),
+    "named_sharding": lambda dec, m, path: values.decode_named_sharding(m, path),
+    "primitive": _primitive,
+    "rule": lambda dec, m, path: dec.rule(m, path),
+    "aval": lambda dec, m, path: dec.aval(m, path),
+    "big_int": _big_int,
+    "extension": lambda dec, m, path: param_codecs.decode_extension(dec, m, path),
+    "singleton": _singleton,
+    "symbolic_dim": lambda dec, m, path: dec.symbolic_dim(m, path),
+}
+
+
+def decode(m: pb.Module):
+  check_version(m)
+  dec = Decoder(m)
+  try:
+    return dec.closed_jaxpr(m.root, "")
+  except Error:
+    raise
+  except RecursionError:
+    raise DecodeError("structure nested too deeply") from None
+  except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
+    raise DecodeError(f"malformed file: {type(e).__name__}: {e}") from None

@@ -1,0 +1,27 @@
+"""The exceptions of jaxpr_proto. Every message says what went wrong and where."""
+from __future__ import annotations
+
+
+class Error(Exception):
+  """Base class of all jaxpr_proto errors."""
+
+  def __init__(self, message: str, path: str = ""):
+    self.message = message
+    self.path = path
+    super().__init__(f"{path}: {message}" if path else message)
+
+
+class EncodeError(Error, ValueError):
+  """A program could not be written (an unsupported param type, primitive, ...)."""
+
+
+class DecodeError(Error, ValueError):
+  """A file could not be read: malformed, inconsistent or unsupported."""
+
+
+class UnknownPrimitiveError(DecodeError):
+  """A file names a primitive that this process does not know."""
+
+
+class VersionError(DecodeError):
+  """A file needs a newer reader (format major or features)."""

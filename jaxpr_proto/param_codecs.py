@@ -1,0 +1,118 @@
+"""Per-primitive param codecs, and the extension codecs of the value codec.
+
+Most params are plain data and go through the generic value codec. The
+params listed in PARAM_CODECS hold Python callables (custom rules) and are
+written by their own codec instead. EXTENSIONS handles objects that are
+neither plain data nor allow-listed records: PRNG implementations and remat
+policies built by closures.
+"""
+from __future__ import annotations
+
+import types
+
+from jaxpr_proto import _jax, custom_rules
+from jaxpr_proto.errors import DecodeError, EncodeError
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+
+def _rule_param(encode_rule, attr):
+  """A param that refers to a custom rule in Module.rules."""
+  def encode(enc, value, params, path):
+    return pb.Value(rule=encode_rule(enc, params, path))
+
+  def decode(dec, msg, path):
+    if msg.WhichOneof("kind") != "rule":
+      raise DecodeError("expected a custom rule reference", path)
+    return getattr(dec.rule(msg.rule, path), attr)
+  return encode, decode
+
+
+# (primitive name, param name) -> (encode, decode)
+PARAM_CODECS = {
+    ("custom_jvp_call", "jvp_jaxpr_fun"): _rule_param(custom_rules.encode_jvp_rule, "thunk"),
+    ("custom_vjp_call", "fwd_jaxpr_thunk"): _rule_param(custom_rules.encode_vjp_rule, "fwd_thunk"),
+    ("custom_vjp_call", "bwd"): _rule_param(custom_rules.encode_vjp_rule, "bwd"),
+    ("custom_vjp_call", "out_trees"): _rule_param(custom_rules.encode_vjp_rule, "out_trees"),
+}
+
+
+def encode_params(enc, eqn, path) -> list[pb.Param]:
+  out = []
+  name = eqn.primitive.name
+  for k, v in eqn.params.items():
+    where = f"{path}.params.{k}"
+    codec = PARAM_CODECS.get((name, k))
+    try:
+      value = codec[0](enc, v, eqn.params, where) if codec else enc.value(v, where)
+    except EncodeError as e:
+      if e.path.startswith(path) or not e.path:
+        raise
+      raise EncodeError(f"{e.message} (in {e.path})", where) from e
+    out.append(pb.Param(name=k, value=value))
+  return out
+
+
+def decode_params(dec, prim_name, msgs, path) -> dict:
+  params = {}
+  for p in msgs:
+    where = f"{path}.params.{p.name}"
+    if p.name in params:
+      raise DecodeError(f"param {p.name!r} given twice", where)
+    codec = PARAM_CODECS.get((prim_name, p.name))
+    params[p.name] = codec[1](dec, p.value, where) if codec else dec.value(p.value, where)
+  return params
+
+
+# --- extensions --------------------------------------------------------------
+
+def _closure_args(fn, factory, argnames):
+  """The factory arguments that built the closure `fn`, or None."""
+  probe = factory(*([None] * len(argnames)))
+  if not isinstance(fn, types.FunctionType) or fn.__code__ is not probe.__code__:
+    return None
+  cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
+  return [cells.get(a) for a in argnames]
+
+
+def _policy_extension(v):
+  if not isinstance(v, types.FunctionType):
+    return None
+  for name, (factory, argnames) in _jax.policy_factories().items():
+    args = _closure_args(v, factory, argnames)
+    if args is not None:
+      return name, list(zip(argnames, args))
+  return None
+
+
+def extension_for(v):
+  """(codec name, [(field, value)]) for an extension-coded value, or None."""
+  if _jax.is_prng_impl_obj(v):
+    return "jax::prng_impl", [("name", v.name)]
+  return _policy_extension(v)
+
+
+def encode_extension(enc, v, path) -> pb.Extension:
+  name, fields = extension_for(v)
+  out = pb.Extension(codec=name)
+  for f, x in fields:
+    out.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))
+  return out
+
+
+def decode_extension(dec, msg: pb.Extension, path):
+  fields = {f.name: dec.value(f.value, f"{path}.{f.name}") for f in msg.fields}
+  if msg.codec == "jax::prng_impl":
+    name = fields.get("name")
+    if not isinstance(name, str):
+      raise DecodeError("prng_impl needs a str name", path)
+    return _jax.key_impl(name, path)
+  factory = _jax.policy_factories().get(msg.codec)
+  if factory is None:
+    raise DecodeError(f"unknown extension codec {msg.codec!r}", path)
+  fn, argnames = factory
+  if set(fields) != set(argnames):
+    raise DecodeError(f"{msg.codec} needs fields {argnames}, got {sorted(fields)}", path)
+  try:
+    return fn(*(fields[a] for a in argnames))
+  except Exception as e:
+    raise DecodeError(f"cannot build {msg.codec}: {e}", path) from None

@@ -1,0 +1,384 @@
+"""The allow-lists of the generic value codec, and the codecs of plain data
+that need no module tables: arrays, meshes, partition specs, pytree structures.
+
+Decoding only ever constructs types found in these tables, which are built
+from JAX's own modules at import time; a name read from a file is looked up
+here and nowhere else.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import sys
+
+import jax
+import numpy as np
+
+from jaxpr_proto import _jax
+from jaxpr_proto.dtypes import SUB_BYTE_BITS, decode_dtype, encode_dtype
+from jaxpr_proto.errors import DecodeError, EncodeError
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+# The JAX modules whose enums, NamedTuples and dataclasses may appear in eqn
+# params. Their param types are allow-listed as `jax::<module>.<Class>`.
+_PARAM_TYPE_MODULES = (
+    "jax._src.lax.lax", "jax._src.lax.slicing", "jax._src.lax.convolution",
+    "jax._src.lax.windowed_reductions", "jax._src.lax.linalg",
+    "jax._src.lax.fft", "jax._src.lax.ann", "jax._src.lax.special",
+    "jax._src.lax.parallel", "jax._src.lax.other",
+    "jax._src.lax.control_flow.loops", "jax._src.lax.control_flow.solves",
+    "jax._src.lax.control_flow.conditionals",
+    "jax._src.ad_checkpoint", "jax._src.sharding_impls", "jax._src.layout",
+    "jax._src.mesh", "jax._src.core", "jax._src.dispatch", "jax._src.api",
+    "jax._src.random.prng", "jax._src.numpy.lax_numpy",
+    "jax._src.numpy.einsum", "jax._src.cudnn.scaled_matmul_stablehlo",
+    "jax._src.state.types", "jax._src.callback", "jax._src.ffi",
+    "jax._src.tpu.linalg.eigh", "jax._src.lax.utils",
+    "jax._src.memory", "jax._src.compute_on", "jax._src.xla_metadata_lib",
+    "jax._src.pjit", "jax._src.shard_map", "jax._src.custom_derivatives",
+)
+
+# Types that look like records but must not be built from file data.
+_NOT_RECORDS = {"PRNGImpl"}
+
+
+def _is_record_type(cls) -> bool:
+  if cls.__name__ in _NOT_RECORDS:
+    return False
+  if isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
+    return True
+  return dataclasses.is_dataclass(cls) and isinstance(cls, type)
+
+
+def _scan_param_types():
+  enums, records = {}, {}
+  for mname in _PARAM_TYPE_MODULES:
+    mod = sys.modules.get(mname)
+    if mod is None:
+      continue
+    short = mname.removeprefix("jax._src.")
+    for attr, cls in sorted(vars(mod).items()):
+      if not isinstance(cls, type) or cls.__module__ != mname:
+        continue
+      name = f"jax::{short}.{cls.__qualname__}"
+      if issubclass(cls, enum.Enum):
+        enums[name] = cls
+      elif _is_record_type(cls):
+        records[name] = cls
+  return enums, records
+
+
+ENUM_TYPES: dict[str, type]
+RECORD_TYPES: dict[str, type]
+ENUM_TYPES, RECORD_TYPES = _scan_param_types()
+_ENUM_NAMES = {cls: name for name, cls in ENUM_TYPES.items()}
+_RECORD_NAMES = {cls: name for name, cls in RECORD_TYPES.items()}
+
+
+def enum_name(cls):
+  return _ENUM_NAMES.get(cls)
+
+
+def record_name(cls):
+  return _RECORD_NAMES.get(cls)
+
+
+def register_param_type(cls, name: str) -> None:
+  """Allow-lists a user enum, NamedTuple or dataclass for eqn params."""
+  if issubclass(cls, enum.Enum):
+    ENUM_TYPES[name], _ENUM_NAMES[cls] = cls, name
+  elif _is_record_type(cls):
+    RECORD_TYPES[name], _RECORD_NAMES[cls] = cls, name
+  else:
+    raise TypeError(f"{cls} is neither an enum nor a NamedTuple/dataclass")
+
+
+def record_fields(x) -> list[tuple[str, object]]:
+  if isinstance(x, tuple):
+    return list(zip(x._fields, x))
+  return [(f.name, getattr(x, f.name)) for f in dataclasses.fields(x)
+          if f.init]
+
+
+def make_record(cls, fields: dict, path: str):
+  try:
+    return cls(**fields)
+  except Exception as e:  # a constructor's own validation error
+    raise DecodeError(f"cannot build {cls.__qualname__}: {e}", path) from None
+
+
+# Objects that are encoded by name: singletons of JAX, and remat policies.
+SINGLETONS: dict[str, object] = {
+    "jax::UNSPECIFIED": _jax.UNSPECIFIED,
+    "jax::UNCONSTRAINED": _jax.UNCONSTRAINED,
+    "jax::empty_concrete_mesh": _jax.mesh_lib.empty_concrete_mesh,
+    "jax::checkpoint_policies.everything_saveable":
+        _jax.checkpoint_policies.everything_saveable,
+    "jax::checkpoint_policies.nothing_saveable":
+        _jax.checkpoint_policies.nothing_saveable,
+    "jax::abstract_token": _jax.abstract_token,
+}
+_SINGLETON_NAMES = {id(v): k for k, v in SINGLETONS.items()}
+
+
+def singleton_name(x):
+  name = _SINGLETON_NAMES.get(id(x))
+  return name if name is not None and SINGLETONS[name] is x else None
+
+
+# --- effects ---------------------------------------------------------------
+
+def _effects_table():
+  mods = sys.modules
+  table = {}
+  def add(name, mod, attr):
+    m = mods.get(mod)
+    if m is not None and hasattr(m, attr):
+      table[name] = getattr(m, attr)
+  add("jax::debug", "jax._src.debugging", "debug_effect")
+  add("jax::ordered_debug", "jax._src.debugging", "ordered_debug_effect")
+  add("jax::io", "jax._src.callback", "_IOEffect")
+  add("jax::ordered_io", "jax._src.callback", "_OrderedIOEffect")
+  add("jax::no_dce", "jax._src.lax.lax", "no_dce_effect")
+  add("jax::internal_mutable_array", "jax._src.core", "internal_mutable_array_effect")
+  add("jax::shape_assertion", "jax._src.export.shape_poly", "shape_assertion_effect")
+  add("jax::ffi", "jax._src.ffi", "_FfiEffect")
+  add("jax::buffer_callback", "jax._src.buffer_callback", "_BufferCallbackEffect")
+  return table
+
+
+def _input_effects_table():
+  from jax._src.state import types as st
+  return {"jax::ref_read": st.ReadEffect, "jax::ref_write": st.WriteEffect,
+          "jax::ref_accum": st.AccumEffect}
+
+
+EFFECTS = _effects_table()
+_EFFECT_NAMES = {id(v): k for k, v in EFFECTS.items()}
+INPUT_EFFECTS = _input_effects_table()
+_INPUT_EFFECT_NAMES = {v: k for k, v in INPUT_EFFECTS.items()}
+
+
+def effect_name(eff):
+  """(name, input var or None) of an effect; None if not allow-listed."""
+  name = _EFFECT_NAMES.get(id(eff))
+  if name is not None:
+    return name, None
+  name = _INPUT_EFFECT_NAMES.get(type(eff))
+  if name is not None:
+    return name, eff.input
+  return None, None
+
+
+# --- arrays ----------------------------------------------------------------
+
+_MAX_ELEMENTS = 1 << 40
+
+
+def _num_elements(shape, path):
+  n = 1
+  for d in shape:
+    if d < 0:
+      raise DecodeError(f"negative dimension {d} in shape {list(shape)}", path)
+    n *= d
+    if n > _MAX_ELEMENTS:
+      raise DecodeError(f"shape {list(shape)} is too large", path)
+  return n
+
+
+def _pack(a: np.ndarray, bits: int) -> bytes:
+  u = a.reshape(-1).view(np.uint8) & ((1 << bits) - 1)
+  per = 8 // bits
+  u = np.concatenate([u, np.zeros((-len(u)) % per, np.uint8)]).reshape(-1, per)
+  out = np.zeros(len(u), np.uint8)
+  for i in range(per):
+    out |= u[:, i] << (i * bits)
+  return out.tobytes()
+
+
+def _unpack(data: bytes, n: int, bits: int, dtype) -> np.ndarray:
+  per = 8 // bits
+  b = np.frombuffer(data, np.uint8)
+  parts = [(b >> (i * bits)) & ((1 << bits) - 1) for i in range(per)]
+  u = np.stack(parts, axis=1).reshape(-1)[:n]
+  signed = np.dtype(dtype).name.startswith("int")
+  if signed:  # sign-extend into the byte, so that view() gives the value
+    u = np.where(u >= (1 << (bits - 1)), u | (0xFF << bits) & 0xFF, u).astype(np.uint8)
+  return u.view(dtype)
+
+
+# Typed Python scalars keep their Python value at full precision.
+_TYPED_SCALAR_BUFFERS = {pb.ARRAY_KIND_TYPED_INT: np.dtype("<i8"),
+                         pb.ARRAY_KIND_TYPED_FLOAT: np.dtype("<f8"),
+                         pb.ARRAY_KIND_TYPED_COMPLEX: np.dtype("<c16")}
+
+
+def encode_array(x, kind: int, path: str) -> pb.Array:
+  out = pb.Array(kind=kind)
+  buf = _TYPED_SCALAR_BUFFERS.get(kind)
+  if buf is not None:
+    out.dtype, out.key_impl = encode_dtype(x.dtype, path)
+    try:
+      out.data = np.array(x, buf).tobytes()
+    except OverflowError:
+      raise EncodeError(f"typed scalar {x!r} does not fit {buf}", path) from None
+    return out
+  if _jax.is_key_array(x):
+    out.dtype, out.key_impl = encode_dtype(x.dtype, path)
+    out.shape.extend(x.shape)
+    x = _jax.key_data(x)
+  else:
+    x = np.asarray(x)
+    out.dtype, out.key_impl = encode_dtype(x.dtype, path)
+    out.shape.extend(x.shape)
+  if out.dtype == pb.DTYPE_FLOAT0:
+    return out
+  bits = SUB_BYTE_BITS.get(out.dtype)
+  if bits:
+    out.data = _pack(np.ascontiguousarray(x), bits)
+  else:
+    x = np.ascontiguousarray(x)
+    if x.dtype.byteorder == ">":
+      x = x.byteswap().view(x.dtype.newbyteorder("<"))
+    out.data = x.tobytes()
+  return out
+
+
+def decode_array_np(msg: pb.Array, path: str):
+  """Returns the numpy value of an Array message (key data for key arrays)."""
+  shape = tuple(msg.shape)
+  n = _num_elements(shape, path)
+  buf = _TYPED_SCALAR_BUFFERS.get(msg.kind)
+  if buf is not None:
+    if shape or len(msg.data) != buf.itemsize:
+      raise DecodeError("a typed scalar needs shape () and one value", path)
+    return np.frombuffer(msg.data, buf)[0], decode_dtype(msg.dtype, msg.key_impl, path)
+  if msg.dtype == pb.DTYPE_KEY:
+    impl = _jax.key_impl(msg.key_impl, path)
+    kshape = tuple(impl.key_shape)
+    want = n * math.prod(kshape) * 4
+    if len(msg.data) != want:
+      raise DecodeError(f"key array data has {len(msg.data)} bytes, expected {want}", path)
+    return np.frombuffer(msg.data, "<u4").reshape(shape + kshape)
+  dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+  if msg.dtype == pb.DTYPE_FLOAT0:
+    if msg.data:
+      raise DecodeError("float0 array must carry no data", path)
+    return np.zeros(shape, dtype)
+  bits = SUB_BYTE_BITS.get(msg.dtype)
+  if bits:
+    want = -(-n * bits // 8)
+    if len(msg.data) != want:
+      raise DecodeError(f"array data has {len(msg.data)} bytes, expected {want}", path)
+    return _unpack(msg.data, n, bits, dtype).reshape(shape)
+  want = n * dtype.itemsize
+  if len(msg.data) != want:
+    raise DecodeError(
+        f"array data has {len(msg.data)} bytes, expected {want} for "
+        f"{dtype.name}{list(shape)}", path)
+  return np.frombuffer(msg.data, dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
+
+
+# --- meshes and shardings --------------------------------------------------
+
+_AXIS_TYPES = {_jax.AxisType.Auto: pb.AXIS_TYPE_AUTO_UNSPECIFIED,
+               _jax.AxisType.Explicit: pb.AXIS_TYPE_EXPLICIT,
+               _jax.AxisType.Manual: pb.AXIS_TYPE_MANUAL}
+_AXIS_TYPES_INV = {v: k for k, v in _AXIS_TYPES.items()}
+
+
+def encode_mesh(m, path: str) -> pb.Mesh:
+  out = pb.Mesh(concrete=isinstance(m, _jax.Mesh))
+  sizes = m.axis_sizes
+  for name, size, t in zip(m.axis_names, sizes, m.axis_types):
+    if not isinstance(name, str):
+      raise EncodeError(f"mesh axis name {name!r} is not a str", path)
+    out.axes.add(name=name, size=size, type=_AXIS_TYPES[t])
+  if out.concrete and m.devices is not None:
+    out.device_ids.extend(int(getattr(d, "id", -1)) for d in m.devices.flat)
+  return out
+
+
+def decode_mesh(msg: pb.Mesh, path: str):
+  names = tuple(a.name for a in msg.axes)
+  sizes = tuple(a.size for a in msg.axes)
+  try:
+    types = tuple(_AXIS_TYPES_INV[a.type] for a in msg.axes)
+  except KeyError:
+    raise DecodeError("unknown mesh axis type", path) from None
+  if len(set(names)) != len(names):
+    raise DecodeError(f"duplicate mesh axis names {names}", path)
+  if not msg.concrete:
+    return _jax.AbstractMesh(sizes, names, types)
+  if not names:
+    return _jax.mesh_lib.empty_concrete_mesh
+  # A concrete mesh is bound to this process's local devices.
+  n = _num_elements(sizes, path)
+  devices = jax.local_devices()
+  if n > len(devices):
+    raise DecodeError(
+        f"the program needs a mesh of {n} devices {dict(zip(names, sizes))}, "
+        f"but only {len(devices)} local devices are available", path)
+  return _jax.Mesh(np.array(devices[:n]).reshape(sizes), names, types)
+
+
+def encode_spec(spec, path: str) -> pb.PartitionSpec:
+  out = pb.PartitionSpec(unreduced=sorted(spec.unreduced),
+                         reduced=sorted(spec.reduced))
+  for p in spec._partitions:
+    e = out.entries.add()
+    if p is None:
+      e.none = True
+    elif p is _jax.UNCONSTRAINED:
+      e.unconstrained = True
+    elif isinstance(p, str):
+      e.axes.names.append(p)
+    elif isinstance(p, tuple) and all(isinstance(n, str) for n in p):
+      e.axes.names.extend(p)
+      if len(p) == 1:  # keep ('x',) apart from 'x'
+        e.axes.names.append("")
+    else:
+      raise EncodeError(f"unsupported PartitionSpec entry {p!r}", path)
+  return out
+
+
+def decode_spec(msg: pb.PartitionSpec, path: str):
+  parts = []
+  for e in msg.entries:
+    kind = e.WhichOneof("kind")
+    if kind == "none" or kind is None:
+      parts.append(None)
+    elif kind == "unconstrained":
+      parts.append(_jax.UNCONSTRAINED)
+    else:
+      names = list(e.axes.names)
+      if len(names) == 2 and names[1] == "":
+        parts.append((names[0],))
+      elif len(names) == 1:
+        parts.append(names[0])
+      else:
+        parts.append(tuple(names))
+  try:
+    return _jax.PartitionSpec(*parts, unreduced=frozenset(msg.unreduced),
+                              reduced=frozenset(msg.reduced))
+  except Exception as e:
+    raise DecodeError(f"bad PartitionSpec: {e}", path) from None
+
+
+def encode_named_sharding(s, path: str) -> pb.NamedSharding:
+  out = pb.NamedSharding(mesh=encode_mesh(s.mesh, path),
+                         spec=encode_spec(s.spec, path))
+  if s.memory_kind is not None:
+    out.memory_kind = s.memory_kind
+  return out
+
+
+def decode_named_sharding(msg: pb.NamedSharding, path: str):
+  mesh = decode_mesh(msg.mesh, path + ".mesh")
+  spec = decode_spec(msg.spec, path + ".spec")
+  kind = msg.memory_kind if msg.HasField("memory_kind") else None
+  try:
+    return _jax.NamedSharding(mesh, spec, memory_kind=kind)
+  except Exception as e:
+    raise DecodeError(f"bad NamedSharding: {e}", path) from None
