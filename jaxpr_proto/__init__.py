@@ -8,10 +8,13 @@ from jaxpr_proto.registry import register_primitive
 from jaxpr_proto.pytrees import register_pytree_node
 from jaxpr_proto.values import register_param_type
 from jaxpr_proto.v1 import jaxpr_pb2 as proto
+from jaxpr_proto.function import Function, trace
+from jaxpr_proto import pickling as _pickling, stages
+_pickling._install_on_import()
 
 __all__ = [
     "DecodeError", "EncodeError", "Error", "UnknownPrimitiveError",
     "VersionError", "decode", "dumps", "encode", "load", "loads", "parse",
     "save", "register_primitive", "register_pytree_node",
-    "register_param_type", "proto",
+    "register_param_type", "proto", "Function", "trace", "stages",
 ]

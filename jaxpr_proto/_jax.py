@@ -26,6 +26,7 @@ Var = core.Var
 Literal = core.Literal
 DropVar = core.DropVar
 Primitive = jex_core.Primitive
+Device = jax.Device
 ShapedArray = core.ShapedArray
 AbstractToken = core.AbstractToken
 abstract_token = core.abstract_token
@@ -147,3 +148,35 @@ def policy_factories():
       "jax::save_from_both_policies": (p.save_from_both_policies, ("policy_1", "policy_2")),
       "jax::offload_dot_with_no_batch_dims": (p.offload_dot_with_no_batch_dims, ("offload_src", "offload_dst")),
   }
+
+
+def symbolic_constraints(scope) -> list[str]:
+  return [c.debug_str for c in scope._explicit_constraints]
+
+
+def named_axis_effect(name):
+  return core.NamedAxisEffect(name)
+
+
+NamedAxisEffect = core.NamedAxisEffect
+
+
+def internal_pytree_types():
+  """JAX's own pytree node classes that appear in eqn params."""
+  from jax._src import custom_derivatives
+  from jax._src.state import indexing
+  from jax._src.lax.control_flow.solves import _LinearSolveTuple
+  return {"jax::NDIndexer": indexing.NDIndexer, "jax::Slice": indexing.Slice,
+          "jax::Residuals": custom_derivatives.Residuals,
+          "jax::_LinearSolveTuple": _LinearSolveTuple}
+
+
+def extra_enum_types():
+  """Enums of jaxlib that appear in eqn params."""
+  from jax._src.lib import _jax as jaxlib_ext
+  return {"jax::ArrayCopySemantics": jaxlib_ext.ArrayCopySemantics}
+
+
+def local_device(platform: str, index: int):
+  devs = [d for d in jax.local_devices() if d.platform == platform] or jax.local_devices()
+  return devs[index % len(devs)] if devs else None

@@ -6,20 +6,24 @@ import tempfile
 
 from google.protobuf.message import DecodeError as _PbDecodeError
 
-from jaxpr_proto import decoder, encoder
+from jaxpr_proto import decoder, encoder, function
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 
 def encode(closed_jaxpr, *, debug_info: bool = True) -> pb.Module:
-  """ClosedJaxpr -> jaxpr_proto.v1.Module message."""
+  """ClosedJaxpr (or jp.Function) -> jaxpr_proto.v1.Module message."""
+  if isinstance(closed_jaxpr, function.Function):
+    return function.encode_function(closed_jaxpr, debug_info=debug_info)
   return encoder.encode(closed_jaxpr, debug_info=debug_info)
 
 
 def decode(module: pb.Module):
-  """jaxpr_proto.v1.Module message -> ClosedJaxpr."""
+  """jaxpr_proto.v1.Module message -> ClosedJaxpr (a jp.Function if it has one)."""
   if not isinstance(module, pb.Module):
     raise TypeError(f"expected a jaxpr_proto.v1.Module, got {type(module).__name__}")
+  if module.HasField("function"):
+    return function.decode_function(module)
   return decoder.decode(module)
 
 

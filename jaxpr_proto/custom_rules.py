@@ -54,7 +54,8 @@ def _closed(jaxpr, consts):
 
 # --- encoding ----------------------------------------------------------------
 
-def encode_jvp_rule(enc, params, path) -> int:
+def encode_jvp_rule(enc, eqn, path) -> int:
+  params = eqn.params
   thunk = params["jvp_jaxpr_fun"]
   call_jaxpr = params["call_jaxpr"]
   key = _rule_key("jvp", thunk, call_jaxpr, (params["num_consts"], params["symbolic_zeros"]))
@@ -83,7 +84,8 @@ def _zeros(aval):
   return np.zeros(aval.shape, aval.dtype)
 
 
-def encode_vjp_rule(enc, params, path) -> int:
+def encode_vjp_rule(enc, eqn, path) -> int:
+  params = eqn.params
   thunk, bwd, out_trees = params["fwd_jaxpr_thunk"], params["bwd"], params["out_trees"]
   call_jaxpr, num_consts = params["call_jaxpr"], params["num_consts"]
   key = _rule_key("vjp", thunk, call_jaxpr, (num_consts, params["symbolic_zeros"], id(bwd.f)))
@@ -105,16 +107,8 @@ def encode_vjp_rule(enc, params, path) -> int:
   ct_avals = [a.to_tangent_aval() for a in call_jaxpr.out_avals]
   primal_in = in_avals[num_consts:]
 
-  def bwd_flat(*args):
-    outs = bwd.call_wrapped(*args)
-    return [(_zeros(a.to_tangent_aval()) if (x is None or _is_zero(x)) else x)
-            for x, a in zip(outs, primal_in)]
-
-  try:
-    bwd_fun = _jax.wrap_init(bwd_flat, debug_info=bwd.debug_info)
-    bwd_jaxpr, _, bwd_consts = _jax.trace_to_jaxpr_dynamic(bwd_fun, [*res_avals, *ct_avals])
-  except Exception as e:
-    raise EncodeError(f"tracing the custom_vjp bwd rule failed: {type(e).__name__}: {e}", path) from e
+  bwd_jaxpr, bwd_consts = _trace_bwd(bwd, [*res_avals, *ct_avals],
+                                     [a.to_tangent_aval() for a in primal_in], path)
   msg.fwd_name = thunk.debug_info.func_name
   msg.bwd_name = bwd.debug_info.func_name
   msg.fwd_debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
@@ -125,6 +119,53 @@ def encode_vjp_rule(enc, params, path) -> int:
   msg.fwd = enc.closed_jaxpr(_closed(fwd_jaxpr, fwd_consts), f"{path}.fwd")
   msg.bwd = enc.closed_jaxpr(_closed(bwd_jaxpr, bwd_consts), f"{path}.bwd")
   return idx
+
+
+def _trace_bwd(bwd, in_avals, out_avals, path):
+  """Traces a Python bwd function to a jaxpr; zero outputs made explicit."""
+  def bwd_flat(*args):
+    outs = bwd.call_wrapped(*args)
+    return [(_zeros(getattr(x, "aval", a)) if (x is None or _is_zero(x)) else x)
+            for x, a in zip(outs, out_avals)]
+  try:
+    with _jax.no_current_trace():
+      jaxpr, _, consts = _jax.trace_to_jaxpr_dynamic(
+          _jax.wrap_init(bwd_flat, debug_info=bwd.debug_info), list(in_avals))
+  except Exception as e:
+    raise EncodeError(f"tracing the custom bwd rule failed: {type(e).__name__}: {e}", path) from e
+  return jaxpr, consts
+
+
+def encode_lin_rule(enc, eqn, path) -> int:
+  params = eqn.params
+  bwd, num_res = params["bwd"], params["num_res"]
+  key = ("lin", tuple(_rule_functions(bwd)), tuple(str(v.aval) for v in eqn.invars),
+         tuple(params["in_zeros"]), params["symbolic_zeros"])
+  idx = enc.rules.get(key)
+  if idx is not None:
+    return idx
+  idx = enc.rules[key] = len(enc.m.rules)
+  msg = enc.m.rules.add().lin
+  res_avals = [v.aval for v in eqn.invars[:num_res]]
+  nz_avals = iter(v.aval for v in eqn.invars[num_res:])
+  # Zero inputs' tangent avals are unknown here; bwd_flat takes them from Zero.aval.
+  out_avals = [None if z else next(nz_avals) for z in params["in_zeros"]]
+  jaxpr, consts = _trace_bwd(bwd, [*res_avals, *params["out_avals"]], out_avals, path)
+  msg.name = bwd.debug_info.func_name
+  msg.debug_info.CopyFrom(enc.debug_info_msg(bwd.debug_info))
+  msg.bwd = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.bwd")
+  return idx
+
+
+def computation_from_jaxpr(jaxpr):
+  """A Python reducer for `reduce`, evaluating its jaxpr."""
+  n = len(jaxpr.in_avals) // 2
+  def computation(x, y):
+    xs = list(x) if isinstance(x, (tuple, list)) else [x]
+    ys = list(y) if isinstance(y, (tuple, list)) else [y]
+    out = _jax.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs, *ys)
+    return tuple(out) if n > 1 or isinstance(x, (tuple, list)) else out[0]
+  return computation
 
 
 # --- decoding ----------------------------------------------------------------
@@ -193,5 +234,21 @@ class VjpRule:
     if self._bwd is None:
       self._bwd = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
     cj = self._bwd
+    args = [_zeros(a) if _is_zero(x) else x for x, a in zip(args, cj.in_avals)]
+    return _jax.eval_jaxpr(cj.jaxpr, cj.consts, *args)
+
+
+class LinRule:
+  """A decoded custom_lin bwd."""
+
+  def __init__(self, dec, msg: pb.CustomLinRule, path):
+    self._dec, self._msg, self._path = dec, msg, path
+    self._cj = None
+    self.bwd = _jax.wrap_init(self._call, debug_info=dec.debug_info(msg.debug_info, msg.name))
+
+  def _call(self, *args):
+    if self._cj is None:
+      self._cj = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
+    cj = self._cj
     args = [_zeros(a) if _is_zero(x) else x for x, a in zip(args, cj.in_avals)]
     return _jax.eval_jaxpr(cj.jaxpr, cj.consts, *args)

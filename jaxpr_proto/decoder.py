@@ -119,6 +119,8 @@ class Decoder:
         r = custom_rules.JvpRule(self, msg.jvp, where)
       elif kind == "vjp":
         r = custom_rules.VjpRule(self, msg.vjp, where)
+      elif kind == "lin":
+        r = custom_rules.LinRule(self, msg.lin, where)
       else:
         raise DecodeError("empty custom rule", where)
       self._rules[i] = r
@@ -235,6 +237,11 @@ class Decoder:
   def effects(self, msgs, env, path):
     out = set()
     for k, m in enumerate(msgs):
+      if m.name == "jax::named_axis":
+        if not m.axis_name:
+          raise DecodeError("named_axis effect needs an axis name", f"{path}[{k}]")
+        out.add(_jax.named_axis_effect(m.axis_name))
+        continue
       eff = values.EFFECTS.get(m.name)
       if eff is not None:
         out.add(eff)

@@ -63,7 +63,7 @@ class Encoder:
     for ns in sorted(self.namespaces):
       m.namespaces.add(namespace=ns, version=jax.__version__ if ns.startswith("jax") else "")
     if self._symbolic_scope is not None:
-      m.symbolic_scope.constraints.extend(self._symbolic_scope._constraints_str)
+      m.symbolic_scope.constraints.extend(_jax.symbolic_constraints(self._symbolic_scope))
     return m
 
   # --- interning ----------------------------------------------------------
@@ -127,7 +127,7 @@ class Encoder:
                             line=line, column=col, end_line=eline, end_column=ecol)
         frames.append(j)
       key = tuple(frames)
-      i = self._tracebacks.get(key)
+      i = self._tracebacks.get(key) if key else 0
       if i is None:
         i = len(self.m.tracebacks)
         self.m.tracebacks.add(frames=frames)
@@ -225,6 +225,10 @@ class Encoder:
     if name is None:
       raise EncodeError(f"unsupported effect {eff!r} ({type(eff).__qualname__})", path)
     out = pb.Effect(name=name)
+    if name == "jax::named_axis":
+      if not isinstance(eff.name, str):
+        raise EncodeError(f"axis name {eff.name!r} is not a str", path)
+      out.axis_name = eff.name
     if var is not None:
       if isinstance(var, int):
         raise EncodeError(f"effect {eff!r} refers to an input by position", path)

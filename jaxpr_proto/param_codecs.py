@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import types
 
+import jax
+
 from jaxpr_proto import _jax, custom_rules
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
@@ -17,13 +19,25 @@ from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 def _rule_param(encode_rule, attr):
   """A param that refers to a custom rule in Module.rules."""
-  def encode(enc, value, params, path):
-    return pb.Value(rule=encode_rule(enc, params, path))
+  def encode(enc, value, eqn, path):
+    return pb.Value(rule=encode_rule(enc, eqn, path))
 
   def decode(dec, msg, path):
     if msg.WhichOneof("kind") != "rule":
       raise DecodeError("expected a custom rule reference", path)
     return getattr(dec.rule(msg.rule, path), attr)
+  return encode, decode
+
+
+def _derived_param(codec):
+  """A param rebuilt on load from the eqn's other params (see FIXUPS)."""
+  def encode(enc, value, eqn, path):
+    return pb.Value(extension=pb.Extension(codec=codec))
+
+  def decode(dec, msg, path):
+    if msg.WhichOneof("kind") != "extension" or msg.extension.codec != codec:
+      raise DecodeError(f"expected the {codec} marker", path)
+    return None  # filled in by the primitive's fixup
   return encode, decode
 
 
@@ -33,7 +47,20 @@ PARAM_CODECS = {
     ("custom_vjp_call", "fwd_jaxpr_thunk"): _rule_param(custom_rules.encode_vjp_rule, "fwd_thunk"),
     ("custom_vjp_call", "bwd"): _rule_param(custom_rules.encode_vjp_rule, "bwd"),
     ("custom_vjp_call", "out_trees"): _rule_param(custom_rules.encode_vjp_rule, "out_trees"),
+    ("custom_lin", "bwd"): _rule_param(custom_rules.encode_lin_rule, "bwd"),
+    ("reduce", "computation"): _derived_param("jax::reduce_computation"),
 }
+
+
+def _reduce_fixup(params, path):
+  jaxpr = params.get("jaxpr")
+  if not isinstance(jaxpr, _jax.ClosedJaxpr):
+    raise DecodeError("reduce needs a closed jaxpr param 'jaxpr'", path)
+  params["computation"] = custom_rules.computation_from_jaxpr(jaxpr)
+
+
+# Per-primitive fixups run after all params are decoded.
+FIXUPS = {"reduce": _reduce_fixup}
 
 
 def encode_params(enc, eqn, path) -> list[pb.Param]:
@@ -42,12 +69,7 @@ def encode_params(enc, eqn, path) -> list[pb.Param]:
   for k, v in eqn.params.items():
     where = f"{path}.params.{k}"
     codec = PARAM_CODECS.get((name, k))
-    try:
-      value = codec[0](enc, v, eqn.params, where) if codec else enc.value(v, where)
-    except EncodeError as e:
-      if e.path.startswith(path) or not e.path:
-        raise
-      raise EncodeError(f"{e.message} (in {e.path})", where) from e
+    value = codec[0](enc, v, eqn, where) if codec else enc.value(v, where)
     out.append(pb.Param(name=k, value=value))
   return out
 
@@ -60,6 +82,9 @@ def decode_params(dec, prim_name, msgs, path) -> dict:
       raise DecodeError(f"param {p.name!r} given twice", where)
     codec = PARAM_CODECS.get((prim_name, p.name))
     params[p.name] = codec[1](dec, p.value, where) if codec else dec.value(p.value, where)
+  fixup = FIXUPS.get(prim_name)
+  if fixup is not None:
+    fixup(params, path)
   return params
 
 
@@ -88,6 +113,10 @@ def extension_for(v):
   """(codec name, [(field, value)]) for an extension-coded value, or None."""
   if _jax.is_prng_impl_obj(v):
     return "jax::prng_impl", [("name", v.name)]
+  if isinstance(v, _jax.Device):
+    # Devices are written by platform and local index, and bound on load.
+    same = [d for d in jax.local_devices() if d.platform == v.platform]
+    return "jax::device", [("platform", v.platform), ("index", same.index(v) if v in same else v.id)]
   return _policy_extension(v)
 
 
@@ -101,6 +130,11 @@ def encode_extension(enc, v, path) -> pb.Extension:
 
 def decode_extension(dec, msg: pb.Extension, path):
   fields = {f.name: dec.value(f.value, f"{path}.{f.name}") for f in msg.fields}
+  if msg.codec == "jax::device":
+    platform, index = fields.get("platform"), fields.get("index")
+    if not isinstance(platform, str) or not isinstance(index, int) or index < 0:
+      raise DecodeError("device needs a str platform and an int index", path)
+    return _jax.local_device(platform, index)
   if msg.codec == "jax::prng_impl":
     name = fields.get("name")
     if not isinstance(name, str):

@@ -11,6 +11,7 @@ import collections
 import jax
 from jax.tree_util import PyTreeDef, default_registry, treedef_children
 
+from jaxpr_proto import _jax
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -48,12 +49,14 @@ def _encode_node(t, value_encoder, path):
     if cls is dict:
       for i, k in enumerate(aux):
         node.keys.append(value_encoder(k, f"{path}.keys[{i}]"))
-  elif cls in _PYTREE_NAMES or issubclass(cls, tuple) and hasattr(cls, "_fields"):
-    name = _PYTREE_NAMES.get(cls)
-    if name is None:
-      raise EncodeError(
-          f"pytree node type {cls.__module__}.{cls.__qualname__} is not "
-          "registered; call jaxpr_proto.register_pytree_node(cls, name)", path)
+  elif _is_namedtuple(cls) and aux is None and _name_of(cls) is None:
+    # An unregistered namedtuple: by its name and field names (structurally).
+    node.kind = _K.TREE_NODE_KIND_NAMEDTUPLE
+    node.type = _STRUCTURAL_NAMES.get(cls) or f"{cls.__module__}.{cls.__qualname__}"
+    for i, f in enumerate(cls._fields):
+      node.keys.append(value_encoder(f, f"{path}.keys[{i}]"))
+  elif _name_of(cls) is not None:
+    name = _PYTREE_NAMES[cls]
     node.type = name
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and aux is None:
       node.kind = _K.TREE_NODE_KIND_NAMEDTUPLE
@@ -98,7 +101,11 @@ def _decode_node(node, value_decoder, path, depth):
   elif cls is None:
     if node.kind not in (_K.TREE_NODE_KIND_NAMEDTUPLE, _K.TREE_NODE_KIND_CUSTOM):
       raise DecodeError(f"unknown pytree node kind {node.kind}", path)
-    cls = PYTREE_TYPES.get(node.type)
+    cls = _class_named(node.type)
+    if cls is None and node.kind == _K.TREE_NODE_KIND_NAMEDTUPLE and node.keys:
+      cls = _structural_namedtuple(node, value_decoder, path)
+      if len(cls._fields) != len(children):
+        raise DecodeError("namedtuple node has a different number of fields and children", path)
     if cls is None:
       raise DecodeError(
           f"pytree node type {node.type!r} is not registered in this process; "
@@ -111,13 +118,121 @@ def _decode_node(node, value_decoder, path, depth):
     raise DecodeError(f"bad pytree node {cls.__name__}: {e}", path) from None
 
 
-def _register_builtin_namedtuples():
-  # Namedtuples that JAX itself uses in pytrees.
+for _name, _cls in _jax.internal_pytree_types().items():
+  register_pytree_node(_cls, _name)
+
+
+# --- namedtuples without a registered name -------------------------------------
+
+def _is_namedtuple(cls) -> bool:
+  return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+_STRUCTURAL: dict[tuple[str, tuple[str, ...]], type] = {}
+_STRUCTURAL_NAMES: dict[type, str] = {}  # made class -> the file's type name
+
+
+def _structural_namedtuple(node, value_decoder, path):
+  """A namedtuple class with the file's type name and field names, made here
+  (never imported); the same name and fields always give the same class."""
+  fields = tuple(value_decoder(k, f"{path}.keys[{i}]") for i, k in enumerate(node.keys))
+  if not all(isinstance(f, str) and f.isidentifier() and not f.startswith("_")
+             for f in fields) or len(set(fields)) != len(fields):
+    raise DecodeError(f"bad namedtuple field names {fields!r}", path)
+  key = (node.type, fields)
+  cls = _STRUCTURAL.get(key)
+  if cls is None:
+    short = node.type.rsplit(".", 1)[-1]
+    if not short.isidentifier():
+      short = "NamedTuple"
+    cls = collections.namedtuple(short, fields)
+    cls.__module__ = __name__ + ".structural"
+    cls.__qualname__ = node.type
+    cls = _STRUCTURAL.setdefault(key, cls)
+    _STRUCTURAL_NAMES[cls] = node.type
+  return cls
+
+
+# --- node types of flax, equinox and optax --------------------------------------
+#
+# Their pytree node classes are registered by name as soon as the library is
+# imported by the user: looked up lazily, when a class or a name is missing.
+# jaxpr_proto never imports these libraries itself.
+
+# Public modules scanned, in order (the first name found for a class wins),
+# and the prefix of the names they give.
+KNOWN_LIBRARY_MODULES = (
+    ("flax.core", "flax::core."),
+    ("flax.core.meta", "flax::core.meta."),
+    ("flax.struct", "flax::struct."),
+    ("flax.linen", "flax::linen."),
+    ("flax.nnx", "flax::nnx."),
+    ("flax.training.train_state", "flax::training.train_state."),
+    ("optax", "optax::"),
+    ("optax.contrib", "optax::contrib."),
+    ("optax.schedules", "optax::schedules."),
+    ("optax.transforms", "optax::transforms."),
+    ("optax.tree_utils", "optax::tree_utils."),
+    ("equinox", "equinox::"),
+    ("equinox.nn", "equinox::nn."),
+)
+_scanned: set[str] = set()
+
+
+def _jax_node_types():
   try:
-    from jax._src.lax.control_flow.solves import _LinearSolveTuple
-    register_pytree_node(_LinearSolveTuple, "jax::_LinearSolveTuple")
-  except ImportError:  # pragma: no cover
-    pass
+    from jax._src.tree_util import _registry
+    return _registry
+  except ImportError:  # pragma: no cover - a JAX without it: take every class
+    return None
 
 
-_register_builtin_namedtuples()
+def preregister_known_libraries() -> None:
+  """Registers the pytree node classes of flax, equinox and optax that are
+  already imported (never imports them), named e.g. "optax::ScaleByAdamState",
+  "flax::core.FrozenDict", "equinox::nn.Linear"."""
+  import sys
+  nodes = _jax_node_types()
+  for mod_name, prefix in KNOWN_LIBRARY_MODULES:
+    if mod_name in _scanned:
+      continue
+    mod = sys.modules.get(mod_name)
+    if mod is None:
+      continue
+    _scanned.add(mod_name)
+    top = mod_name.split(".", 1)[0]
+    try:
+      items = sorted(vars(mod).items())
+    except TypeError:
+      continue
+    for attr, obj in items:
+      if (not isinstance(obj, type) or attr.startswith("_")
+          or getattr(obj, "__module__", "").split(".", 1)[0] != top
+          or obj in _PYTREE_NAMES or f"{prefix}{attr}" in PYTREE_TYPES):
+        continue
+      if _is_namedtuple(obj) or nodes is None or obj in nodes:
+        register_pytree_node(obj, f"{prefix}{attr}")
+
+
+def _known_modules_pending() -> bool:
+  import sys
+  return any(m not in _scanned and m in sys.modules for m, _ in KNOWN_LIBRARY_MODULES)
+
+
+def _name_of(cls):
+  name = _PYTREE_NAMES.get(cls)
+  if name is None and _known_modules_pending():
+    preregister_known_libraries()
+    name = _PYTREE_NAMES.get(cls)
+  return name
+
+
+def _class_named(name):
+  cls = PYTREE_TYPES.get(name)
+  if cls is None and _known_modules_pending():
+    preregister_known_libraries()
+    cls = PYTREE_TYPES.get(name)
+  return cls
+
+
+preregister_known_libraries()

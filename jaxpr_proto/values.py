@@ -72,6 +72,7 @@ def _scan_param_types():
 ENUM_TYPES: dict[str, type]
 RECORD_TYPES: dict[str, type]
 ENUM_TYPES, RECORD_TYPES = _scan_param_types()
+ENUM_TYPES.update(_jax.extra_enum_types())
 _ENUM_NAMES = {cls: name for name, cls in ENUM_TYPES.items()}
 _RECORD_NAMES = {cls: name for name, cls in RECORD_TYPES.items()}
 
@@ -168,6 +169,8 @@ def effect_name(eff):
   name = _INPUT_EFFECT_NAMES.get(type(eff))
   if name is not None:
     return name, eff.input
+  if type(eff) is _jax.NamedAxisEffect:
+    return "jax::named_axis", None
   return None, None
 
 

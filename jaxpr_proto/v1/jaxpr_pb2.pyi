@@ -317,12 +317,14 @@ class Param(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[_Union[Value, _Mapping]] = ...) -> None: ...
 
 class Effect(_message.Message):
-    __slots__ = ("name", "input_var")
+    __slots__ = ("name", "input_var", "axis_name")
     NAME_FIELD_NUMBER: _ClassVar[int]
     INPUT_VAR_FIELD_NUMBER: _ClassVar[int]
+    AXIS_NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     input_var: int
-    def __init__(self, name: _Optional[str] = ..., input_var: _Optional[int] = ...) -> None: ...
+    axis_name: str
+    def __init__(self, name: _Optional[str] = ..., input_var: _Optional[int] = ..., axis_name: _Optional[str] = ...) -> None: ...
 
 class Frame(_message.Message):
     __slots__ = ("file", "function", "line", "column", "end_line", "end_column")
@@ -657,27 +659,41 @@ class Extension(_message.Message):
     def __init__(self, codec: _Optional[str] = ..., fields: _Optional[_Iterable[_Union[RecordField, _Mapping]]] = ...) -> None: ...
 
 class CustomRule(_message.Message):
-    __slots__ = ("jvp", "vjp")
+    __slots__ = ("jvp", "vjp", "lin")
     JVP_FIELD_NUMBER: _ClassVar[int]
     VJP_FIELD_NUMBER: _ClassVar[int]
+    LIN_FIELD_NUMBER: _ClassVar[int]
     jvp: CustomJvpRule
     vjp: CustomVjpRule
-    def __init__(self, jvp: _Optional[_Union[CustomJvpRule, _Mapping]] = ..., vjp: _Optional[_Union[CustomVjpRule, _Mapping]] = ...) -> None: ...
+    lin: CustomLinRule
+    def __init__(self, jvp: _Optional[_Union[CustomJvpRule, _Mapping]] = ..., vjp: _Optional[_Union[CustomVjpRule, _Mapping]] = ..., lin: _Optional[_Union[CustomLinRule, _Mapping]] = ...) -> None: ...
+
+class CustomLinRule(_message.Message):
+    __slots__ = ("name", "bwd", "debug_info")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    BWD_FIELD_NUMBER: _ClassVar[int]
+    DEBUG_INFO_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    bwd: int
+    debug_info: DebugInfo
+    def __init__(self, name: _Optional[str] = ..., bwd: _Optional[int] = ..., debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ...) -> None: ...
 
 class CustomJvpRule(_message.Message):
-    __slots__ = ("name", "jvp", "out_zeros", "debug_info")
+    __slots__ = ("name", "jvp", "out_zeros", "debug_info", "trace_error")
     NAME_FIELD_NUMBER: _ClassVar[int]
     JVP_FIELD_NUMBER: _ClassVar[int]
     OUT_ZEROS_FIELD_NUMBER: _ClassVar[int]
     DEBUG_INFO_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ERROR_FIELD_NUMBER: _ClassVar[int]
     name: str
     jvp: int
     out_zeros: _containers.RepeatedScalarFieldContainer[bool]
     debug_info: DebugInfo
-    def __init__(self, name: _Optional[str] = ..., jvp: _Optional[int] = ..., out_zeros: _Optional[_Iterable[bool]] = ..., debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ...) -> None: ...
+    trace_error: str
+    def __init__(self, name: _Optional[str] = ..., jvp: _Optional[int] = ..., out_zeros: _Optional[_Iterable[bool]] = ..., debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., trace_error: _Optional[str] = ...) -> None: ...
 
 class CustomVjpRule(_message.Message):
-    __slots__ = ("fwd", "bwd", "fwd_name", "bwd_name", "out_tree", "res_tree", "input_fwds", "fwd_debug_info", "bwd_debug_info")
+    __slots__ = ("fwd", "bwd", "fwd_name", "bwd_name", "out_tree", "res_tree", "input_fwds", "fwd_debug_info", "bwd_debug_info", "trace_error")
     FWD_FIELD_NUMBER: _ClassVar[int]
     BWD_FIELD_NUMBER: _ClassVar[int]
     FWD_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -687,6 +703,7 @@ class CustomVjpRule(_message.Message):
     INPUT_FWDS_FIELD_NUMBER: _ClassVar[int]
     FWD_DEBUG_INFO_FIELD_NUMBER: _ClassVar[int]
     BWD_DEBUG_INFO_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ERROR_FIELD_NUMBER: _ClassVar[int]
     fwd: int
     bwd: int
     fwd_name: str
@@ -696,7 +713,8 @@ class CustomVjpRule(_message.Message):
     input_fwds: _containers.RepeatedScalarFieldContainer[int]
     fwd_debug_info: DebugInfo
     bwd_debug_info: DebugInfo
-    def __init__(self, fwd: _Optional[int] = ..., bwd: _Optional[int] = ..., fwd_name: _Optional[str] = ..., bwd_name: _Optional[str] = ..., out_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., res_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., input_fwds: _Optional[_Iterable[int]] = ..., fwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., bwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ...) -> None: ...
+    trace_error: str
+    def __init__(self, fwd: _Optional[int] = ..., bwd: _Optional[int] = ..., fwd_name: _Optional[str] = ..., bwd_name: _Optional[str] = ..., out_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., res_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., input_fwds: _Optional[_Iterable[int]] = ..., fwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., bwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., trace_error: _Optional[str] = ...) -> None: ...
 
 class FunctionSignature(_message.Message):
     __slots__ = ("in_tree", "out_tree", "in_avals", "out_avals", "name")

@@ -1,0 +1,245 @@
+"""Saved functions: a ClosedJaxpr with its pytree signature (`jp.Function`).
+
+`jp.trace(fun, static_argnums=..., static_argnames=...)(*args, **kwargs)`
+traces `fun` like `jax.jit(fun).trace(...)` and returns a `Function`, which
+holds the closed jaxpr, the pytree structures of the inputs `(args, kwargs)`
+and of the outputs, and the input and output avals, much like
+`jax.export.Exported`. Unlike an `Exported`, a `Function` is a jaxpr: it can be
+called under `jax.jit`, `jax.vmap`, `jax.grad`, `jax.jvp` and `jax.hessian`.
+
+`jp.dumps` / `jp.loads` / `jp.save` / `jp.load` and `pickle` accept a Function
+and give one back: the `.jaxpb` file's `Module.function` holds the signature.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import threading
+
+import jax
+from jax.tree_util import PyTreeDef
+
+from jaxpr_proto import _jax, decoder, encoder, pytrees
+from jaxpr_proto.errors import DecodeError, EncodeError, Error
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+class Function:
+  """A traced function: `closed_jaxpr` plus its pytree signature.
+
+  Call it with arguments of the same pytree structure, shapes and dtypes as
+  the ones it was traced with (static arguments were fixed when it was
+  traced: leave them out). It returns outputs of the original structure.
+  Calls run a `jax.jit` of the jaxpr that is compiled once per Function, and
+  once per process for Functions loaded from the same bytes.
+  """
+  __slots__ = ("closed_jaxpr", "in_tree", "out_tree", "name", "_digest", "_jit",
+               "__weakref__")
+
+  def __init__(self, closed_jaxpr, in_tree: PyTreeDef, out_tree: PyTreeDef,
+               name: str = "", *, _digest: bytes | None = None):
+    if not isinstance(closed_jaxpr, _jax.ClosedJaxpr):
+      raise TypeError(f"expected a ClosedJaxpr, got {type(closed_jaxpr).__name__}")
+    if not isinstance(in_tree, PyTreeDef) or not isinstance(out_tree, PyTreeDef):
+      raise TypeError("in_tree and out_tree must be PyTreeDefs")
+    n_in, n_out = len(closed_jaxpr.jaxpr.invars), len(closed_jaxpr.jaxpr.outvars)
+    if in_tree.num_leaves != n_in:
+      raise ValueError(f"in_tree has {in_tree.num_leaves} leaves, the jaxpr {n_in} inputs")
+    if out_tree.num_leaves != n_out:
+      raise ValueError(f"out_tree has {out_tree.num_leaves} leaves, the jaxpr {n_out} outputs")
+    if in_tree.node_data() is None or in_tree.node_data()[0] is not tuple \
+        or len(jax.tree_util.treedef_children(in_tree)) != 2:
+      raise ValueError(f"in_tree must be the structure of (args, kwargs), got {in_tree}")
+    self.closed_jaxpr = closed_jaxpr
+    self.in_tree = in_tree
+    self.out_tree = out_tree
+    self.name = name or "function"
+    self._digest = _digest
+    self._jit = None
+
+  @classmethod
+  def from_closed_jaxpr(cls, closed_jaxpr, name: str = "") -> "Function":
+    """The Function `f(*flat_inputs) -> [flat_outputs]`, like `jaxpr_as_fun`."""
+    n_in, n_out = len(closed_jaxpr.jaxpr.invars), len(closed_jaxpr.jaxpr.outvars)
+    in_tree = jax.tree.structure(((0,) * n_in, {}))
+    out_tree = jax.tree.structure([0] * n_out)
+    return cls(closed_jaxpr, in_tree, out_tree, name)
+
+  # The flat avals, like jax.export.Exported.
+  @property
+  def in_avals(self) -> tuple:
+    return tuple(self.closed_jaxpr.in_avals)
+
+  @property
+  def out_avals(self) -> tuple:
+    return tuple(self.closed_jaxpr.out_avals)
+
+  @property
+  def jaxpr(self):
+    """The closed jaxpr (same as `closed_jaxpr`)."""
+    return self.closed_jaxpr
+
+  @property
+  def __name__(self) -> str:  # for jax.jit(function) and functools.wraps
+    return self.name
+
+  def __repr__(self) -> str:
+    ins = ", ".join(a.str_short() for a in self.in_avals)
+    outs = ", ".join(a.str_short() for a in self.out_avals)
+    return f"<jaxpr_proto.Function {self.name}({ins}) -> ({outs})>"
+
+  def __call__(self, *args, **kwargs):
+    flat, tree = jax.tree.flatten((args, kwargs))
+    if tree != self.in_tree and not _same_structure(tree, self.in_tree):
+      raise TypeError(
+          f"{self.name}: the arguments (args, kwargs) have the structure {tree}, "
+          f"but the function was traced with {self.in_tree} (arguments that were "
+          "static when it was traced must be left out)")
+    for i, (x, aval) in enumerate(zip(flat, self.in_avals)):
+      _check_arg(self.name, i, x, aval)
+    out = self._jitted()(*flat)
+    return jax.tree.unflatten(self.out_tree, out)
+
+  def _jitted(self):
+    f = self._jit
+    if f is None:
+      f = self._jit = _jit_for(self)
+    return f
+
+  def __reduce__(self):
+    from jaxpr_proto.pickling import _Encoded
+    return (_load_function, (_Encoded(self),))
+
+  def __copy__(self):
+    return self  # immutable
+
+
+def _load_function(data):
+  from jaxpr_proto import api
+  from jaxpr_proto.pickling import _Encoded
+  if isinstance(data, _Encoded):
+    return data.obj
+  f = api.loads(data)
+  if not isinstance(f, Function):
+    raise TypeError(f"the pickle holds a {type(f).__name__}, not a Function")
+  return f
+
+
+def _same_structure(a: PyTreeDef, b: PyTreeDef) -> bool:
+  """Equal structures, where namedtuple classes of the same name and fields
+  count as equal (a loaded Function has its own class for a namedtuple that
+  was encoded structurally)."""
+  da, db = a.node_data(), b.node_data()
+  if da is None or db is None:
+    return da is None and db is None
+  (ca, xa), (cb, xb) = da, db
+  if ca is not cb:
+    if not (pytrees._is_namedtuple(ca) and pytrees._is_namedtuple(cb)
+            and ca.__name__ == cb.__name__ and ca._fields == cb._fields):
+      return False
+  elif xa != xb:
+    return False
+  ka, kb = jax.tree_util.treedef_children(a), jax.tree_util.treedef_children(b)
+  return len(ka) == len(kb) and all(_same_structure(x, y) for x, y in zip(ka, kb))
+
+
+def _check_arg(name, i, x, aval):
+  try:
+    t = jax.typeof(x)
+  except TypeError:
+    raise TypeError(f"{name}: input {i} ({type(x).__name__}) is not a JAX type") from None
+  shape_ok = (not all(isinstance(d, int) for d in aval.shape)) or tuple(t.shape) == tuple(aval.shape)
+  if not shape_ok or getattr(t, "dtype", None) != aval.dtype:
+    raise TypeError(f"{name}: input {i} has type {t.str_short()}, expected {aval.str_short()}")
+
+
+# The jitted callables of loaded Functions, by SHA-256 of their bytes, so that
+# the same bytes loaded again (as Dask does for every task) compile once.
+_JIT_CACHE: collections.OrderedDict = collections.OrderedDict()
+JIT_CACHE_SIZE = 64
+_LOCK = threading.Lock()
+
+
+def _jit_for(f: Function):
+  make = lambda: jax.jit(_jax.jaxpr_as_fun(f.closed_jaxpr))
+  key = f._digest
+  if key is None:
+    return make()
+  with _LOCK:
+    j = _JIT_CACHE.get(key)
+    if j is not None:
+      _JIT_CACHE.move_to_end(key)
+      return j
+  j = make()
+  with _LOCK:
+    j = _JIT_CACHE.setdefault(key, j)
+    _JIT_CACHE.move_to_end(key)
+    while len(_JIT_CACHE) > JIT_CACHE_SIZE:
+      _JIT_CACHE.popitem(last=False)
+  return j
+
+
+def trace(fun, *, static_argnums=(), static_argnames=()):
+  """`jp.trace(fun, ...)(*args, **kwargs)` -> a `Function`.
+
+  Traces `fun` as `jax.jit(fun, static_argnums=..., static_argnames=...)`
+  would for these arguments. Arguments may be arrays, Python scalars,
+  `jax.ShapeDtypeStruct`s or pytrees of them; static arguments are fixed in
+  the Function and are left out when calling it.
+  """
+  jitted = jax.jit(fun, static_argnums=static_argnums, static_argnames=static_argnames)
+  name = getattr(fun, "__name__", None)
+
+  def traced(*args, **kwargs) -> Function:
+    t = jitted.trace(*args, **kwargs)
+    return Function(t.jaxpr, t.in_tree, t.out_tree, name or t.fun_name)
+
+  traced.__name__ = f"trace({name or 'function'})"
+  traced.__doc__ = getattr(fun, "__doc__", None)
+  return traced
+
+
+# --- .jaxpb -------------------------------------------------------------------
+
+def encode_function(f: Function, *, debug_info: bool = True) -> pb.Module:
+  enc = encoder.Encoder(debug_info=debug_info)
+  m = enc.module(f.closed_jaxpr)
+  sig = m.function
+  sig.name = f.name
+  sig.in_tree.CopyFrom(pytrees.encode_treedef(f.in_tree, enc.value, "function.in_tree"))
+  sig.out_tree.CopyFrom(pytrees.encode_treedef(f.out_tree, enc.value, "function.out_tree"))
+  sig.in_avals.extend(enc.aval(a, f"function.in_avals[{i}]") for i, a in enumerate(f.in_avals))
+  sig.out_avals.extend(enc.aval(a, f"function.out_avals[{i}]") for i, a in enumerate(f.out_avals))
+  if len(m.namespaces) != len(enc.namespaces):
+    # pytree aux data named a primitive of a namespace the jaxpr does not use
+    raise EncodeError("the pytree signature refers to primitives the jaxpr does not use",
+                      "function")
+  return m
+
+
+def decode_function(m: pb.Module) -> Function:
+  cj = decoder.decode(m)  # checks the version
+  dec = decoder.Decoder(m)
+  sig = m.function
+  try:
+    in_tree = dec.treedef(sig.in_tree, "function.in_tree")
+    out_tree = dec.treedef(sig.out_tree, "function.out_tree")
+    in_avals = [dec.aval(i, f"function.in_avals[{k}]") for k, i in enumerate(sig.in_avals)]
+    out_avals = [dec.aval(i, f"function.out_avals[{k}]") for k, i in enumerate(sig.out_avals)]
+  except Error:
+    raise
+  except RecursionError:
+    raise DecodeError("structure nested too deeply", "function") from None
+  except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
+    raise DecodeError(f"malformed function signature: {type(e).__name__}: {e}", "function") from None
+  if in_avals != list(cj.in_avals):
+    raise DecodeError("function.in_avals do not match the jaxpr's inputs", "function.in_avals")
+  if out_avals != list(cj.out_avals):
+    raise DecodeError("function.out_avals do not match the jaxpr's outputs", "function.out_avals")
+  digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
+  try:
+    return Function(cj, in_tree, out_tree, sig.name, _digest=digest)
+  except (TypeError, ValueError) as e:
+    raise DecodeError(f"bad function signature: {e}", "function") from None
