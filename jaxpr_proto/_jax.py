@@ -27,6 +27,7 @@ Literal = core.Literal
 DropVar = core.DropVar
 Primitive = jex_core.Primitive
 Device = jax.Device
+Tracer = core.Tracer
 ShapedArray = core.ShapedArray
 AbstractToken = core.AbstractToken
 abstract_token = core.abstract_token

@@ -246,7 +246,7 @@ def cmd_load(args) -> int:
 def _run_checks(m, path) -> tuple[list[str], str]:
   """-> (problems, what checked). Uses jaxpr_proto.checker when there is one."""
   try:
-    from jaxpr_proto import checker
+    checker = importlib.import_module("jaxpr_proto.checker")
   except ModuleNotFoundError as e:
     if e.name != "jaxpr_proto.checker":
       raise
@@ -334,8 +334,8 @@ def _load_inputs(paths, in_avals, arg_names):
   for k, (x, a, name) in enumerate(zip(arrays, in_avals, names)):
     shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
     if shape is None or tuple(x.shape) != tuple(shape) or x.dtype != dtype:
-      raise CheckFailed(f"input {k} ({name}): expected {_avals([a])}, got "
-                        f"{x.dtype}{list(x.shape)}".replace(" ", ""))
+      got = f"{x.dtype}[{','.join(map(str, x.shape))}]"
+      raise CheckFailed(f"input {k} ({name}): expected {_avals([a])}, got {got}")
   return arrays
 
 

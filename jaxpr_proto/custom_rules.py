@@ -65,12 +65,14 @@ def encode_jvp_rule(enc, eqn, path) -> int:
   idx = enc.rules[key] = len(enc.m.rules)
   msg = enc.m.rules.add().jvp
   n_primals = len(call_jaxpr.in_avals) - params["num_consts"]
-  try:
-    jaxpr, consts, out_zeros = thunk.call_wrapped(*([False] * n_primals))
-  except Exception as e:
-    raise EncodeError(f"tracing the custom_jvp rule failed: {type(e).__name__}: {e}", path) from e
   msg.name = thunk.debug_info.func_name
   msg.debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
+  try:
+    jaxpr, consts, out_zeros = thunk.call_wrapped(*([False] * n_primals))
+    _check_no_tracers(consts)
+  except Exception as e:  # a rule JAX itself could not trace: saved as such
+    msg.trace_error = _trace_error("custom_jvp rule", msg.name, e)
+    return idx
   msg.out_zeros.extend(bool(z) for z in out_zeros)
   msg.jvp = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.jvp")
   return idx
@@ -96,23 +98,30 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   msg = enc.m.rules.add().vjp
   in_avals = call_jaxpr.in_avals
   n_primals = len(in_avals) - num_consts
+  msg.fwd_name = thunk.debug_info.func_name
+  msg.bwd_name = bwd.debug_info.func_name
+  msg.fwd_debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
+  msg.bwd_debug_info.CopyFrom(enc.debug_info_msg(bwd.debug_info))
   try:
     fwd_jaxpr, fwd_consts = thunk.call_wrapped(*([True] * n_primals))
     out_tree, res_tree, input_fwds = out_trees()
+    _check_no_tracers(fwd_consts)
   except Exception as e:
-    raise EncodeError(f"tracing the custom_vjp fwd rule failed: {type(e).__name__}: {e}", path) from e
+    msg.trace_error = _trace_error("custom_vjp fwd rule", msg.fwd_name, e)
+    return idx
   fwd_out = [v.aval for v in fwd_jaxpr.outvars]
   res_out = iter(fwd_out[:len(fwd_out) - len(call_jaxpr.out_avals)])
   res_avals = [next(res_out) if f is None else in_avals[f] for f in input_fwds]
   ct_avals = [a.to_tangent_aval() for a in call_jaxpr.out_avals]
   primal_in = in_avals[num_consts:]
 
-  bwd_jaxpr, bwd_consts = _trace_bwd(bwd, [*res_avals, *ct_avals],
-                                     [a.to_tangent_aval() for a in primal_in], path)
-  msg.fwd_name = thunk.debug_info.func_name
-  msg.bwd_name = bwd.debug_info.func_name
-  msg.fwd_debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
-  msg.bwd_debug_info.CopyFrom(enc.debug_info_msg(bwd.debug_info))
+  try:
+    bwd_jaxpr, bwd_consts = _trace_bwd(bwd, [*res_avals, *ct_avals],
+                                       [a.to_tangent_aval() for a in primal_in])
+    _check_no_tracers(bwd_consts)
+  except Exception as e:
+    msg.trace_error = _trace_error("custom_vjp bwd rule", msg.bwd_name, e)
+    return idx
   msg.out_tree.CopyFrom(enc.value(out_tree, f"{path}.out_tree").treedef)
   msg.res_tree.CopyFrom(enc.value(res_tree, f"{path}.res_tree").treedef)
   msg.input_fwds.extend(-1 if f is None else f for f in input_fwds)
@@ -121,18 +130,29 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   return idx
 
 
-def _trace_bwd(bwd, in_avals, out_avals, path):
+def _trace_error(what, name, e) -> str:
+  first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+  return f"the {what} {name!r} could not be traced when the program was saved: {type(e).__name__}: {first}"
+
+
+def _check_no_tracers(consts):
+  if any(isinstance(c, _jax.Tracer) for c in consts):
+    raise TypeError("the rule closes over a value traced by an enclosing transformation")
+
+
+def _raise_trace_error(msg, path):
+  raise DecodeError(f"cannot differentiate: {msg.trace_error}", path)
+
+
+def _trace_bwd(bwd, in_avals, out_avals):
   """Traces a Python bwd function to a jaxpr; zero outputs made explicit."""
   def bwd_flat(*args):
     outs = bwd.call_wrapped(*args)
     return [(_zeros(getattr(x, "aval", a)) if (x is None or _is_zero(x)) else x)
             for x, a in zip(outs, out_avals)]
-  try:
-    with _jax.no_current_trace():
-      jaxpr, _, consts = _jax.trace_to_jaxpr_dynamic(
-          _jax.wrap_init(bwd_flat, debug_info=bwd.debug_info), list(in_avals))
-  except Exception as e:
-    raise EncodeError(f"tracing the custom bwd rule failed: {type(e).__name__}: {e}", path) from e
+  with _jax.no_current_trace():
+    jaxpr, _, consts = _jax.trace_to_jaxpr_dynamic(
+        _jax.wrap_init(bwd_flat, debug_info=bwd.debug_info), list(in_avals))
   return jaxpr, consts
 
 
@@ -150,9 +170,12 @@ def encode_lin_rule(enc, eqn, path) -> int:
   nz_avals = iter(v.aval for v in eqn.invars[num_res:])
   # Zero inputs' tangent avals are unknown here; bwd_flat takes them from Zero.aval.
   out_avals = [None if z else next(nz_avals) for z in params["in_zeros"]]
-  jaxpr, consts = _trace_bwd(bwd, [*res_avals, *params["out_avals"]], out_avals, path)
   msg.name = bwd.debug_info.func_name
   msg.debug_info.CopyFrom(enc.debug_info_msg(bwd.debug_info))
+  try:
+    jaxpr, consts = _trace_bwd(bwd, [*res_avals, *params["out_avals"]], out_avals)
+  except Exception as e:
+    raise EncodeError(f"tracing the custom_lin bwd {msg.name!r} failed: {type(e).__name__}: {e}", path) from e
   msg.bwd = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.bwd")
   return idx
 
@@ -186,6 +209,8 @@ class JvpRule:
     return out
 
   def _build(self, in_zeros):
+    if self._msg.trace_error:
+      _raise_trace_error(self._msg, self._path)
     cj = self._dec.closed_jaxpr(self._msg.jvp, self._path + ".jvp")
     out_zeros = list(self._msg.out_zeros)
     if not any(in_zeros):
@@ -218,6 +243,9 @@ class VjpRule:
         self._fwd_jaxpr, debug_info=dec.debug_info(msg.fwd_debug_info, msg.fwd_name))
     self.bwd = _jax.wrap_init(
         self._bwd_call, debug_info=dec.debug_info(msg.bwd_debug_info, msg.bwd_name))
+    if msg.trace_error:
+      self.out_trees = lambda: _raise_trace_error(msg, path)
+      return
     out_tree = dec.treedef(msg.out_tree, path + ".out_tree")
     res_tree = dec.treedef(msg.res_tree, path + ".res_tree")
     input_fwds = [None if f < 0 else f for f in msg.input_fwds]
@@ -226,6 +254,8 @@ class VjpRule:
     self.out_trees = lambda: (out_tree, res_tree, list(input_fwds))
 
   def _fwd_jaxpr(self, *nonzeros):
+    if self._msg.trace_error:
+      _raise_trace_error(self._msg, self._path)
     if self._fwd is None:
       self._fwd = self._dec.closed_jaxpr(self._msg.fwd, self._path + ".fwd")
     return self._fwd.jaxpr, self._fwd.consts

@@ -38,6 +38,7 @@ class Decoder:
     self._name_stacks: dict[int, object] = {}
     self._contexts: dict[int, object] = {}
     self._rules: dict[int, object] = {}
+    self._params: dict[tuple, tuple] = {}
     self._source_infos: dict[tuple, object] = {}
     self._depth = 0
     self._scope = None
@@ -107,6 +108,16 @@ class Decoder:
     if p is None:
       msg = self._entry(self.m.primitives, i, "primitive", path)
       p = self._prims[i] = REGISTRY.lookup(msg.namespace, msg.name, path)
+    return p
+
+  def param(self, i: int, prim_name: str, path: str):
+    """(name, value) of Module.params[i]; decoded once per primitive."""
+    key = (i, prim_name)
+    p = self._params.get(key)
+    if p is None:
+      msg = self._entry(self.m.params, i, "param", f"{path}.params")
+      where = f"{path}.params.{msg.name}"
+      p = self._params[key] = (msg.name, param_codecs.decode_param(self, prim_name, msg, where))
     return p
 
   def rule(self, i: int, path: str):

@@ -43,6 +43,7 @@ class Encoder:
     self._name_stacks: dict[tuple, int] = {(): 0}
     self._contexts: dict[int, int] = {}
     self._prims: dict[int, int] = {}
+    self._params: dict[bytes, int] = {}
     self.rules: dict[object, int] = {}
     self.namespaces: set[str] = set()
     self.m.tracebacks.add()
@@ -85,6 +86,14 @@ class Encoder:
       i = self._avals[key] = len(self.m.avals)
       self._keep.append(a)
       self.m.avals.append(msg)
+    return i
+
+  def param(self, msg: pb.Param) -> int:
+    key = msg.SerializeToString(deterministic=True)
+    i = self._params.get(key)
+    if i is None:
+      i = self._params[key] = len(self.m.params)
+      self.m.params.append(msg)
     return i
 
   def primitive(self, prim, path: str) -> int:

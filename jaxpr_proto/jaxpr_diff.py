@@ -194,9 +194,11 @@ def diff(a, b, *, _depth: int = 0) -> JaxprDiff:
     ea, eb = ja.eqns[i], jb.eqns[j]
     operands = not (len(ea.invars) == len(eb.invars)
                     and all(map(same_atom, ea.invars, eb.invars)))
+    if ea.primitive.name != eb.primitive.name:  # the params of different primitives don't compare
+      return EqnChange("changed", i, j, pa.eqns[i], pb_.eqns[j],
+                       [ParamChange("(primitive)", ea.primitive.name, eb.primitive.name)],
+                       operands, pa.head(i), pb_.head(j))
     params = []
-    if ea.primitive.name != eb.primitive.name:
-      params.append(ParamChange("(primitive)", ea.primitive.name, eb.primitive.name))
     for k in sorted(set(ea.params) | set(eb.params)):
       if k not in eb.params:
         params.append(ParamChange(k, _short(ea.params[k]), "(none)"))

@@ -63,29 +63,34 @@ def _reduce_fixup(params, path):
 FIXUPS = {"reduce": _reduce_fixup}
 
 
-def encode_params(enc, eqn, path) -> list[pb.Param]:
+def encode_params(enc, eqn, path) -> list[int]:
+  """Indices into Module.params of the eqn's params, in JAX's order."""
   out = []
   name = eqn.primitive.name
   for k, v in eqn.params.items():
     where = f"{path}.params.{k}"
     codec = PARAM_CODECS.get((name, k))
     value = codec[0](enc, v, eqn, where) if codec else enc.value(v, where)
-    out.append(pb.Param(name=k, value=value))
+    out.append(enc.param(pb.Param(name=k, value=value)))
   return out
 
 
-def decode_params(dec, prim_name, msgs, path) -> dict:
+def decode_params(dec, prim_name, indices, path) -> dict:
   params = {}
-  for p in msgs:
-    where = f"{path}.params.{p.name}"
-    if p.name in params:
-      raise DecodeError(f"param {p.name!r} given twice", where)
-    codec = PARAM_CODECS.get((prim_name, p.name))
-    params[p.name] = codec[1](dec, p.value, where) if codec else dec.value(p.value, where)
+  for i in indices:
+    name, value = dec.param(i, prim_name, path)
+    if name in params:
+      raise DecodeError(f"param {name!r} given twice", f"{path}.params.{name}")
+    params[name] = value
   fixup = FIXUPS.get(prim_name)
   if fixup is not None:
     fixup(params, path)
   return params
+
+
+def decode_param(dec, prim_name, msg, path):
+  codec = PARAM_CODECS.get((prim_name, msg.name))
+  return codec[1](dec, msg.value, path) if codec else dec.value(msg.value, path)
 
 
 # --- extensions --------------------------------------------------------------

@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import json
 import math
+import pathlib
+import re
 import shutil
 import subprocess
 
@@ -19,6 +21,8 @@ from jax import lax
 import jaxpr_proto as jp
 from jaxpr_proto import textforms as tf
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 # --- a few real programs ------------------------------------------------------
@@ -135,13 +139,13 @@ def test_json_is_plain_json_with_proto_names():
 
 @pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
 def test_readme_jq_query(tmp_path):
+  readme = (ROOT / "README.md").read_text()
+  match = re.search(r"^\$ jq -c '([^']+)' predict\.json$", readme, re.M)
+  assert match, "README.md shows a jq query on predict.json"
   path = tmp_path / "mlp.json"
   tf.write_module(jp.encode(traced("mlp")), path)
-  # The query shown in README.md.
-  query = '.primitives as $p | [.jaxprs[].eqns[]? | $p[.primitive // 0].name] ' \
-          '| group_by(.) | map({(.[0]): length}) | add'
-  out = subprocess.run(["jq", "-c", query, str(path)], capture_output=True, text=True,
-                       timeout=60, check=True).stdout
+  out = subprocess.run(["jq", "-c", match.group(1), str(path)], capture_output=True,
+                       text=True, timeout=60, check=True).stdout
   from jaxpr_proto import info
   assert json.loads(out) == info.module_info(jp.encode(traced("mlp")))["by_primitive"]
 

@@ -129,7 +129,7 @@ AXIS_TYPE_EXPLICIT: AxisType
 AXIS_TYPE_MANUAL: AxisType
 
 class Module(_message.Message):
-    __slots__ = ("format_version", "producer", "root", "jaxprs", "closed_jaxprs", "avals", "strings", "frames", "tracebacks", "name_stacks", "contexts", "primitives", "namespaces", "rules", "required_features", "function", "symbolic_scope")
+    __slots__ = ("format_version", "producer", "root", "jaxprs", "closed_jaxprs", "avals", "strings", "frames", "tracebacks", "name_stacks", "contexts", "primitives", "namespaces", "rules", "required_features", "function", "symbolic_scope", "params")
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_FIELD_NUMBER: _ClassVar[int]
     ROOT_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +147,7 @@ class Module(_message.Message):
     REQUIRED_FEATURES_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
     SYMBOLIC_SCOPE_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
     format_version: FormatVersion
     producer: Producer
     root: int
@@ -164,7 +165,8 @@ class Module(_message.Message):
     required_features: _containers.RepeatedScalarFieldContainer[str]
     function: FunctionSignature
     symbolic_scope: SymbolicScope
-    def __init__(self, format_version: _Optional[_Union[FormatVersion, _Mapping]] = ..., producer: _Optional[_Union[Producer, _Mapping]] = ..., root: _Optional[int] = ..., jaxprs: _Optional[_Iterable[_Union[Jaxpr, _Mapping]]] = ..., closed_jaxprs: _Optional[_Iterable[_Union[ClosedJaxpr, _Mapping]]] = ..., avals: _Optional[_Iterable[_Union[Aval, _Mapping]]] = ..., strings: _Optional[_Iterable[str]] = ..., frames: _Optional[_Iterable[_Union[Frame, _Mapping]]] = ..., tracebacks: _Optional[_Iterable[_Union[Traceback, _Mapping]]] = ..., name_stacks: _Optional[_Iterable[_Union[NameStack, _Mapping]]] = ..., contexts: _Optional[_Iterable[_Union[EqnContext, _Mapping]]] = ..., primitives: _Optional[_Iterable[_Union[PrimitiveName, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[NamespaceVersion, _Mapping]]] = ..., rules: _Optional[_Iterable[_Union[CustomRule, _Mapping]]] = ..., required_features: _Optional[_Iterable[str]] = ..., function: _Optional[_Union[FunctionSignature, _Mapping]] = ..., symbolic_scope: _Optional[_Union[SymbolicScope, _Mapping]] = ...) -> None: ...
+    params: _containers.RepeatedCompositeFieldContainer[Param]
+    def __init__(self, format_version: _Optional[_Union[FormatVersion, _Mapping]] = ..., producer: _Optional[_Union[Producer, _Mapping]] = ..., root: _Optional[int] = ..., jaxprs: _Optional[_Iterable[_Union[Jaxpr, _Mapping]]] = ..., closed_jaxprs: _Optional[_Iterable[_Union[ClosedJaxpr, _Mapping]]] = ..., avals: _Optional[_Iterable[_Union[Aval, _Mapping]]] = ..., strings: _Optional[_Iterable[str]] = ..., frames: _Optional[_Iterable[_Union[Frame, _Mapping]]] = ..., tracebacks: _Optional[_Iterable[_Union[Traceback, _Mapping]]] = ..., name_stacks: _Optional[_Iterable[_Union[NameStack, _Mapping]]] = ..., contexts: _Optional[_Iterable[_Union[EqnContext, _Mapping]]] = ..., primitives: _Optional[_Iterable[_Union[PrimitiveName, _Mapping]]] = ..., namespaces: _Optional[_Iterable[_Union[NamespaceVersion, _Mapping]]] = ..., rules: _Optional[_Iterable[_Union[CustomRule, _Mapping]]] = ..., required_features: _Optional[_Iterable[str]] = ..., function: _Optional[_Union[FunctionSignature, _Mapping]] = ..., symbolic_scope: _Optional[_Union[SymbolicScope, _Mapping]] = ..., params: _Optional[_Iterable[_Union[Param, _Mapping]]] = ...) -> None: ...
 
 class FormatVersion(_message.Message):
     __slots__ = ("major", "minor")
@@ -301,12 +303,12 @@ class Eqn(_message.Message):
     primitive: int
     invars: _containers.RepeatedCompositeFieldContainer[Atom]
     outvars: _containers.RepeatedCompositeFieldContainer[Binder]
-    params: _containers.RepeatedCompositeFieldContainer[Param]
+    params: _containers.RepeatedScalarFieldContainer[int]
     effects: _containers.RepeatedCompositeFieldContainer[Effect]
     traceback: int
     name_stack: int
     context: int
-    def __init__(self, primitive: _Optional[int] = ..., invars: _Optional[_Iterable[_Union[Atom, _Mapping]]] = ..., outvars: _Optional[_Iterable[_Union[Binder, _Mapping]]] = ..., params: _Optional[_Iterable[_Union[Param, _Mapping]]] = ..., effects: _Optional[_Iterable[_Union[Effect, _Mapping]]] = ..., traceback: _Optional[int] = ..., name_stack: _Optional[int] = ..., context: _Optional[int] = ...) -> None: ...
+    def __init__(self, primitive: _Optional[int] = ..., invars: _Optional[_Iterable[_Union[Atom, _Mapping]]] = ..., outvars: _Optional[_Iterable[_Union[Binder, _Mapping]]] = ..., params: _Optional[_Iterable[int]] = ..., effects: _Optional[_Iterable[_Union[Effect, _Mapping]]] = ..., traceback: _Optional[int] = ..., name_stack: _Optional[int] = ..., context: _Optional[int] = ...) -> None: ...
 
 class Param(_message.Message):
     __slots__ = ("name", "value")
