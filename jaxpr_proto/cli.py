@@ -340,25 +340,29 @@ def _load_inputs(paths, in_avals, arg_names):
 
 
 def _random_inputs(in_avals, seed: int):
+  import ml_dtypes
   rng = np.random.default_rng(seed)
   out = []
   for k, a in enumerate(in_avals):
-    shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
-    if shape is None or dtype is None or not all(isinstance(d, int) for d in shape):
-      raise CheckFailed(f"input {k}: cannot make a random {_avals([a])}")
-    dt = np.dtype(dtype)
+    shape = getattr(a, "shape", None)
+    try:
+      dt = np.dtype(getattr(a, "dtype", None))
+    except TypeError:  # PRNG keys and other extended dtypes
+      dt = None
+    if dt is None or shape is None or not all(isinstance(d, int) for d in shape):
+      raise CheckFailed(f"input {k}: cannot make a random {_avals([a])}; use --inputs")
     if dt == np.bool_:
       x = rng.random(shape) < 0.5
     elif np.issubdtype(dt, np.complexfloating):
-      x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
-    elif dt.kind in "iu":
-      hi = 2 if dt.itemsize * 8 < 8 and "2" in dt.name else 8 if "4" in dt.name and dt.itemsize == 1 and dt.name.endswith("4") else 10
-      x = rng.integers(0, hi, shape).astype(dt)
-    elif dt.kind == "f" or dt.kind == "V" or "float" in dt.name:
-      x = rng.standard_normal(shape).astype(dt)
+      x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    elif "int" in dt.name:  # int8..uint64, and ml_dtypes' int2/int4/uint2/uint4
+      info = ml_dtypes.iinfo(dt)
+      x = rng.integers(max(int(info.min), 0), min(int(info.max), 9) + 1, shape)
+    elif "float" in dt.name and dt.itemsize > 0:
+      x = rng.standard_normal(shape)
     else:
-      raise CheckFailed(f"input {k}: cannot make a random {_avals([a])}")
-    out.append(np.asarray(x))
+      raise CheckFailed(f"input {k}: cannot make a random {_avals([a])}; use --inputs")
+    out.append(np.asarray(x).astype(dt))
   return out
 
 

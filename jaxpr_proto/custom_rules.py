@@ -180,7 +180,7 @@ def encode_lin_rule(enc, eqn, path) -> int:
   return idx
 
 
-def computation_from_jaxpr(jaxpr):
+def computation_from_jaxpr(jaxpr, name=None):
   """A Python reducer for `reduce`, evaluating its jaxpr."""
   n = len(jaxpr.in_avals) // 2
   def computation(x, y):
@@ -188,6 +188,9 @@ def computation_from_jaxpr(jaxpr):
     ys = list(y) if isinstance(y, (tuple, list)) else [y]
     out = _jax.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs, *ys)
     return tuple(out) if n > 1 or isinstance(x, (tuple, list)) else out[0]
+  if isinstance(name, str) and name:
+    computation.__qualname__ = name
+    computation.__name__ = name.rsplit(".", 1)[-1]
   return computation
 
 

@@ -25,7 +25,8 @@ from jaxpr_proto.v1 import jaxpr_pb2 as pb
 # The sections of `bytes`, each a group of Module fields; together they cover
 # the whole file, so the section sizes add up to the file size.
 SECTIONS = {
-    "eqns": "the eqns of all jaxprs (params and literals included)",
+    "eqns": "the eqns of all jaxprs (literals included; params are indices)",
+    "params": "the interned eqn params (names and values)",
     "jaxprs": "the rest of the jaxprs: variables, outputs, effects, debug info",
     "constants": "closed jaxprs: the values of constvars",
     "source_info": "source frames, tracebacks, name stacks and their strings",
@@ -33,6 +34,7 @@ SECTIONS = {
     "header": "versions, producer, root, function signature, symbolic scope",
 }
 _FIELD_SECTION = {
+    "params": "params",
     "closed_jaxprs": "constants",
     "strings": "source_info", "frames": "source_info", "tracebacks": "source_info",
     "name_stacks": "source_info",
@@ -118,11 +120,19 @@ def _value_refs(v: pb.Value, m: pb.Module, out: set) -> None:
       _value_refs(f.value, m, out)
 
 
-def eqn_refs(eqn: pb.Eqn, m: pb.Module) -> set[int]:
+def eqn_refs(eqn: pb.Eqn, m: pb.Module, _cache: dict | None = None) -> set[int]:
   """The indices into m.jaxprs that one eqn's params refer to (rules left out)."""
   out: set[int] = set()
-  for p in eqn.params:
-    _value_refs(p.value, m, out)
+  for i in eqn.params:  # indices into the interned m.params
+    if _cache is not None and i in _cache:
+      out.update(_cache[i])
+      continue
+    refs: set[int] = set()
+    if i < len(m.params):
+      _value_refs(m.params[i].value, m, refs)
+    if _cache is not None:
+      _cache[i] = refs
+    out.update(refs)
   return out
 
 
@@ -150,7 +160,9 @@ def root_jaxpr(m: pb.Module) -> int | None:
 
 def expanded_eqns(m: pb.Module, start: int, refs: list[list[set[int]]] | None = None) -> int:
   """Eqns of jaxpr `start`, counting every sub-jaxpr reference again."""
-  refs = refs if refs is not None else [[eqn_refs(e, m) for e in j.eqns] for j in m.jaxprs]
+  if refs is None:
+    cache: dict = {}
+    refs = [[eqn_refs(e, m, cache) for e in j.eqns] for j in m.jaxprs]
   def count(i: int) -> int:  # iterative post-order: files may nest deeply
     memo: dict[int, int] = {}
     visiting: set[int] = set()
@@ -221,10 +233,11 @@ def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) 
   names = primitive_names(m)
   by_prim: collections.Counter = collections.Counter()
   refs: list[list[set[int]]] = []
+  cache: dict = {}
   for j in m.jaxprs:
     by_prim.update(names[e.primitive] if e.primitive < len(names) else f"<primitive {e.primitive}?>"
                    for e in j.eqns)
-    refs.append([eqn_refs(e, m) for e in j.eqns])
+    refs.append([eqn_refs(e, m, cache) for e in j.eqns])
 
   # Sharing: how many distinct eqns refer to each jaxpr.
   referrers: collections.Counter = collections.Counter()
@@ -277,7 +290,7 @@ def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) 
           "avals": len(m.avals), "primitives": len(m.primitives),
           "strings": len(m.strings), "frames": len(m.frames),
           "tracebacks": len(m.tracebacks), "name_stacks": len(m.name_stacks),
-          "contexts": len(m.contexts), "rules": len(m.rules),
+          "contexts": len(m.contexts), "rules": len(m.rules), "params": len(m.params),
       },
       "bytes": {"total": m.ByteSize(), **section_bytes(m, progress)},
       "sharing": {

@@ -29,15 +29,22 @@ def _rule_param(encode_rule, attr):
   return encode, decode
 
 
-def _derived_param(codec):
-  """A param rebuilt on load from the eqn's other params (see FIXUPS)."""
+def _reduce_computation():
+  """reduce's Python `computation`: rebuilt on load from its `jaxpr` param
+  (see FIXUPS), keeping the function's name for printing."""
+  codec = "jax::reduce_computation"
+
   def encode(enc, value, eqn, path):
-    return pb.Value(extension=pb.Extension(codec=codec))
+    name = getattr(value, "__qualname__", None) or type(value).__qualname__
+    return pb.Value(extension=pb.Extension(
+        codec=codec, fields=[pb.RecordField(name="name", value=pb.Value(str=name))]))
 
   def decode(dec, msg, path):
-    if msg.WhichOneof("kind") != "extension" or msg.extension.codec != codec:
-      raise DecodeError(f"expected the {codec} marker", path)
-    return None  # filled in by the primitive's fixup
+    ext = msg.extension if msg.WhichOneof("kind") == "extension" else None
+    if ext is None or ext.codec != codec or len(ext.fields) != 1 or ext.fields[0].name != "name" \
+        or ext.fields[0].value.WhichOneof("kind") != "str":
+      raise DecodeError(f"expected a {codec} with a str name", path)
+    return ext.fields[0].value.str  # the name; the fixup builds the function
   return encode, decode
 
 
@@ -48,7 +55,7 @@ PARAM_CODECS = {
     ("custom_vjp_call", "bwd"): _rule_param(custom_rules.encode_vjp_rule, "bwd"),
     ("custom_vjp_call", "out_trees"): _rule_param(custom_rules.encode_vjp_rule, "out_trees"),
     ("custom_lin", "bwd"): _rule_param(custom_rules.encode_lin_rule, "bwd"),
-    ("reduce", "computation"): _derived_param("jax::reduce_computation"),
+    ("reduce", "computation"): _reduce_computation(),
 }
 
 
@@ -56,7 +63,7 @@ def _reduce_fixup(params, path):
   jaxpr = params.get("jaxpr")
   if not isinstance(jaxpr, _jax.ClosedJaxpr):
     raise DecodeError("reduce needs a closed jaxpr param 'jaxpr'", path)
-  params["computation"] = custom_rules.computation_from_jaxpr(jaxpr)
+  params["computation"] = custom_rules.computation_from_jaxpr(jaxpr, params.get("computation"))
 
 
 # Per-primitive fixups run after all params are decoded.

@@ -8,6 +8,10 @@ hence identical bytes under deterministic serialization.
 
 Only the Module message is converted here; nothing is decoded into a jaxpr, so
 these functions also work for files whose primitives are not registered.
+
+The one loss: a NaN in a `double` field (Value.float, Complex) is written as
+`nan`, losing its sign and payload. NaNs inside arrays are exact (array data
+is bytes).
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import pathlib
 from google.protobuf import json_format, text_format
 
 from jaxpr_proto import api
-from jaxpr_proto.errors import DecodeError, Error
+from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 BINARY, TEXT, JSON = "jaxpb", "txtpb", "json"
@@ -132,6 +136,6 @@ def convert(src, dst) -> tuple[str, str, int]:
   return src_form, dst_form, size
 
 
-__all__ = ["BINARY", "TEXT", "JSON", "EXTENSIONS", "Error", "form_of", "to_text",
+__all__ = ["BINARY", "TEXT", "JSON", "EXTENSIONS", "form_of", "to_text",
            "from_text", "to_json", "from_json", "to_bytes", "from_bytes",
            "check_header", "read_module", "write_module", "convert"]

@@ -298,6 +298,12 @@ def encode_mesh(m, path: str) -> pb.Mesh:
     if not isinstance(name, str):
       raise EncodeError(f"mesh axis name {name!r} is not a str", path)
     out.axes.add(name=name, size=size, type=_AXIS_TYPES[t])
+  ad = getattr(m, "abstract_device", None)
+  if not out.concrete and ad is not None:
+    out.abstract_device.device_kind = ad.device_kind
+    out.abstract_device.platform = ad.platform
+    if ad.num_cores is not None:
+      out.abstract_device.num_cores = ad.num_cores
   if out.concrete and m.devices is not None:
     out.device_ids.extend(int(getattr(d, "id", -1)) for d in m.devices.flat)
   return out
@@ -313,7 +319,12 @@ def decode_mesh(msg: pb.Mesh, path: str):
   if len(set(names)) != len(names):
     raise DecodeError(f"duplicate mesh axis names {names}", path)
   if not msg.concrete:
-    return _jax.AbstractMesh(sizes, names, types)
+    ad = None
+    if msg.HasField("abstract_device"):
+      a = msg.abstract_device
+      ad = _jax.AbstractDevice(a.device_kind, a.num_cores if a.HasField("num_cores") else None,
+                               a.platform)
+    return _jax.AbstractMesh(sizes, names, types, abstract_device=ad)
   if not names:
     return _jax.mesh_lib.empty_concrete_mesh
   # A concrete mesh is bound to this process's local devices.

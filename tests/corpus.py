@@ -264,10 +264,10 @@ def lax_special_functions(a, x):
   b = a + 1.5
   return (
       lax.igamma(a, x), lax.igammac(a, x),
-      lax.random_gamma_grad(a, x),
-      lax.igamma_grad_a(a, lax.stop_gradient(x)),  # no JVP rule for igamma_grad_a
+      lax.random_gamma_grad(a, lax.stop_gradient(x)),  # its JVP uses a while_loop
+      lax.igamma_grad_a(a, lax.stop_gradient(x)),  # no JVP rules for igamma_grad_a
       lax.polygamma(jnp.ones_like(x), x), lax.polygamma(2.0 * jnp.ones_like(x), x),
-      lax.zeta(x + 1.5, a), lax.betainc(a, b, x / 4.0),
+      lax.zeta(a + 1.5, lax.stop_gradient(x)), lax.betainc(a, b, x / 4.0),
       lax.lgamma(a), lax.digamma(a),
   )
 
@@ -726,7 +726,7 @@ _add("gather_scatter_ops", gather_scatter_ops,
 
 
 def scatter_min_max(x, idx, upd):
-  return (x.at[idx].min(upd), x.at[idx].max(upd), x.at[idx].divide(upd + 2.0),
+  return (x.at[idx].min(upd), x.at[idx].max(upd), x.at[jnp.array([1, 3, 5])].divide(upd + 2.0, unique_indices=True),
           x.at[jnp.array([0, 2, 5])].power(2.0, unique_indices=True))
 
 

@@ -301,13 +301,12 @@ def test_pickle_costs_what_dumps_costs():
 # --- the corpus ------------------------------------------------------------------
 #
 # Every program: each way gives back the very same program (the same .jaxpb
-# bytes, which test_roundtrip checks for outputs, gradients and vmap). On a
-# sample (relu, custom_jvp/vjp, scan, while, cond, typed PRNG keys, nested jit,
-# a train step) the outputs and gradients are also computed and compared here.
+# bytes up to the order of effects; test_roundtrip checks those bytes for
+# outputs, gradients and vmap). On a sample (custom_jvp/vjp, scan, while, cond,
+# typed PRNG keys) outputs and gradients are also computed and compared here.
 
-EVALUATED = {"mlp_train_step", "user_custom_vjp", "user_custom_jvp", "scan_variants",
-             "while_loop_newton", "random_key_arg", "cond_switch", "nested_jit",
-             "lstm_scan", "emb_lookup_softmax_xent"}
+EVALUATED = ["user_custom_vjp", "user_custom_jvp", "scan_variants", "while_loop_newton",
+             "cond_switch", "random_key_arg"]
 
 
 def _flat_fn(cj, p):
@@ -335,19 +334,25 @@ def test_corpus_survives(traced, how):
   p, cj, data = traced
   cj2 = PICKLERS[how](cj)
   assert type(cj2) is type(cj)
-  assert jp.dumps(cj2) == data  # the same program
+  assert _canonical(jp.dumps(cj2)) == _canonical(data)  # the same program
   j2 = PICKLERS[how](cj.jaxpr)
   assert type(j2) is type(cj.jaxpr)
   assert _canonical(jp.dumps(_jax.ClosedJaxpr(j2, cj.consts))) == _canonical(data)
-  if p.symbolic or p.name not in EVALUATED:
-    return
-  args = jax.tree.leaves(_fresh(p.args))
-  assert_same(jaxpr_as_fun(cj2)(*args), jaxpr_as_fun(cj)(*_fresh(args)), "outputs")
+
+
+@pytest.mark.parametrize("name", EVALUATED)
+def test_corpus_sample_outputs_and_gradients(name):
+  p = corpus.get(name)
+  cj = corpus.trace(p)
+  cj2 = pickle.loads(pickle.dumps(cj))
+  args = jax.tree.leaves(p.args)
+  assert_same(jax.jit(jaxpr_as_fun(cj2))(*_fresh(args)),
+              jax.jit(jaxpr_as_fun(cj))(*_fresh(args)), "outputs")
   if p.grad_argnums is not None:
     mine = corpus.Program(p.name, _flat_fn(cj2, p), p.args, p.grad_argnums)
     theirs = corpus.Program(p.name, _flat_fn(cj, p), p.args, p.grad_argnums)
-    assert_same(corpus.grad_fn(mine)(*_fresh(p.args)), corpus.grad_fn(theirs)(*_fresh(p.args)),
-                "gradients")
+    assert_same(jax.jit(corpus.grad_fn(mine))(*_fresh(p.args)),
+                jax.jit(corpus.grad_fn(theirs))(*_fresh(p.args)), "gradients")
 
 
 def _fresh(args):
@@ -371,4 +376,4 @@ def _canonical(data):
 
 
 def test_corpus_sample_exists():
-  assert EVALUATED <= {p.name for p in corpus.PROGRAMS}
+  assert set(EVALUATED) <= {p.name for p in corpus.PROGRAMS}

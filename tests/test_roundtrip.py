@@ -1,5 +1,7 @@
 """The core promise: every corpus program round-trips through .jaxpb and
 prints, runs, differentiates and vmaps exactly like the original."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +21,8 @@ def _roundtrip(cj):
 
 
 def _bits(x):
+  if type(x).__name__ == "Token":  # tokens carry no value
+    return type(x)
   if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.prng_key):
     x = jax.random.key_data(x)
   a = np.asarray(x)
@@ -59,13 +63,19 @@ def program(request):
   return p, cj, cj2, data
 
 
+def _text(s):
+  # Stated tolerance: a Python callable in a param (lax.reduce's computation)
+  # prints with its memory address; its name must still match.
+  return re.sub(r" at 0x[0-9a-f]+>", " at 0x...>", s)
+
+
 def test_text_identical(program):
   p, cj, cj2, _ = program
   if p.name in STR_EXCEPTIONS:
     pytest.skip(STR_EXCEPTIONS[p.name])
-  assert str(cj2) == str(cj)
+  assert _text(str(cj2)) == _text(str(cj))
   kw = dict(source_info=True, name_stack=True)
-  assert cj2.jaxpr.pretty_print(**kw) == cj.jaxpr.pretty_print(**kw)
+  assert _text(cj2.jaxpr.pretty_print(**kw)) == _text(cj.jaxpr.pretty_print(**kw))
 
 
 def test_checks_and_reencodes(program):

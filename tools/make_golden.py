@@ -66,7 +66,14 @@ def describe(x, aval=None):
   if aval is not None and not hasattr(x, "dtype") and hasattr(aval, "dtype"):  # a Python scalar
     x = np.asarray(x, dtype=aval.dtype)
   a = np.asarray(x)
-  return a, {"kind": "array", "dtype": a.dtype.name, "shape": list(a.shape)}
+  desc = {"kind": "array", "dtype": a.dtype.name, "shape": list(a.shape)}
+  if not _is_numpy_dtype(a.dtype):  # ml_dtypes types: stored as raw unsigned ints
+    a = np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+  return a, desc
+
+
+def _is_numpy_dtype(dt) -> bool:
+  return dt.type.__module__ == "numpy" and dt.kind in "biufc"
 
 
 def rebuild(arr, desc):
@@ -76,7 +83,17 @@ def rebuild(arr, desc):
     return np.zeros(desc["shape"], jax.dtypes.float0)
   if desc["kind"] == "token":
     return jax.lax.create_token()
-  return arr
+  return _as_dtype(arr, desc)
+
+
+def _as_dtype(arr, desc):
+  dt = _dtype(desc["dtype"])
+  return arr if arr.dtype == dt else arr.view(dt)
+
+
+def _dtype(name):
+  import ml_dtypes
+  return np.dtype(getattr(ml_dtypes, name, None) or name)
 
 
 def save_npz(path, inputs, in_desc, outputs, out_desc):
@@ -93,7 +110,9 @@ def load_npz(path, entry):
   with np.load(path, allow_pickle=False) as z:
     ins = [rebuild(z[f"in_{i}"] if f"in_{i}" in z else None, d)
            for i, d in enumerate(entry["inputs"])]
-    outs = [z[f"out_{i}"] if f"out_{i}" in z else None for i in range(len(entry["outputs"]))]
+    outs = [_as_dtype(z[f"out_{i}"], d) if d["kind"] == "array" else
+            z[f"out_{i}"] if f"out_{i}" in z else None
+            for i, d in enumerate(entry["outputs"])]
   return ins, outs
 
 

@@ -529,14 +529,26 @@ class MeshAxis(_message.Message):
     def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., type: _Optional[_Union[AxisType, str]] = ...) -> None: ...
 
 class Mesh(_message.Message):
-    __slots__ = ("axes", "concrete", "device_ids")
+    __slots__ = ("axes", "concrete", "device_ids", "abstract_device")
     AXES_FIELD_NUMBER: _ClassVar[int]
     CONCRETE_FIELD_NUMBER: _ClassVar[int]
     DEVICE_IDS_FIELD_NUMBER: _ClassVar[int]
+    ABSTRACT_DEVICE_FIELD_NUMBER: _ClassVar[int]
     axes: _containers.RepeatedCompositeFieldContainer[MeshAxis]
     concrete: bool
     device_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, axes: _Optional[_Iterable[_Union[MeshAxis, _Mapping]]] = ..., concrete: _Optional[bool] = ..., device_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    abstract_device: AbstractDevice
+    def __init__(self, axes: _Optional[_Iterable[_Union[MeshAxis, _Mapping]]] = ..., concrete: _Optional[bool] = ..., device_ids: _Optional[_Iterable[int]] = ..., abstract_device: _Optional[_Union[AbstractDevice, _Mapping]] = ...) -> None: ...
+
+class AbstractDevice(_message.Message):
+    __slots__ = ("device_kind", "num_cores", "platform")
+    DEVICE_KIND_FIELD_NUMBER: _ClassVar[int]
+    NUM_CORES_FIELD_NUMBER: _ClassVar[int]
+    PLATFORM_FIELD_NUMBER: _ClassVar[int]
+    device_kind: str
+    num_cores: int
+    platform: str
+    def __init__(self, device_kind: _Optional[str] = ..., num_cores: _Optional[int] = ..., platform: _Optional[str] = ...) -> None: ...
 
 class PartitionSpecEntry(_message.Message):
     __slots__ = ("none", "unconstrained", "axes")

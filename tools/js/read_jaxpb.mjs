@@ -75,6 +75,9 @@ if ((m.format_version.major ?? 0) !== 1) {
 
 const n = (x) => x ?? 0;  // proto3 scalars at their default are absent
 
+// Eqn.params holds indices into the interned Module.params (name + value).
+const param = (k) => (m.params ?? [])[n(k)];
+
 // --- names and types ---------------------------------------------------------------
 
 const primName = (i) => {
@@ -220,7 +223,10 @@ function printJaxpr(idx) {
   const lines = [`jaxprs[${idx}] = { lambda ${consts}${consts ? " " : ""}; ${ins}. let`];
   for (const e of j.eqns ?? []) {
     const outs = (e.outvars ?? []).map((b) => (b.kind === "drop" ? `_:${avalStr(n(b.drop.aval))}` : def(b.var)));
-    const params = (e.params ?? []).map((p) => `${p.name}=${valueStr(p.value)}`);
+    const params = (e.params ?? []).map((k) => {
+      const p = param(k);
+      return p ? `${p.name ?? ""}=${valueStr(p.value)}` : `<param ${k}?>`;
+    });
     const head = params.length ? `${primName(n(e.primitive))}[${params.join(" ")}]` : primName(n(e.primitive));
     const args = (e.invars ?? []).map(atom).join(" ");
     lines.push(`    ${outs.join(" ")} = ${head}${args ? " " + args : ""}`);
@@ -247,7 +253,7 @@ function valueRefs(v, out) {
 
 const refs = m.jaxprs.map((j) => (j.eqns ?? []).map((e) => {
   const s = new Set();
-  for (const p of e.params ?? []) valueRefs(p.value, s);
+  for (const k of e.params ?? []) { const p = param(k); if (p) valueRefs(p.value, s); }
   return [...s];
 }));
 

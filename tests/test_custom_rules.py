@@ -1,0 +1,365 @@
+"""Custom differentiation rules (custom_jvp / custom_vjp), remat policies and
+reduce computations survive a round trip: the decoded program differentiates
+with the *custom* rule, not with autodiff of the primal."""
+import functools
+import re
+
+import jax
+import jax.ad_checkpoint  # noqa: F401  (checkpoint_name)
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.extend.core import jaxpr_as_fun
+
+import jaxpr_proto as jp
+
+
+def _roundtrip(f, *args):
+  cj = jax.make_jaxpr(f)(*args)
+  cj2 = jp.loads(jp.dumps(cj))
+  return cj, cj2
+
+
+def _fun(cj, single=True):
+  g = jaxpr_as_fun(cj)
+  if single:
+    return lambda *a: g(*a)[0]
+  return lambda *a: tuple(g(*a))
+
+
+def _eq(a, b):
+  la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+  assert len(la) == len(lb)
+  for x, y in zip(la, lb):
+    x, y = np.asarray(x), np.asarray(y)
+    assert x.dtype == y.dtype and x.shape == y.shape, (x, y)
+    np.testing.assert_array_equal(x, y)
+
+
+# --- custom_jvp ---------------------------------------------------------------
+
+def test_relu_custom_jvp_at_zero():
+  cj, cj2 = _roundtrip(jax.nn.relu, 0.0)
+  assert "custom_jvp_call" in str(cj2)
+  assert str(cj2) == str(cj)
+  f1, f2 = _fun(cj), _fun(cj2)
+  # relu's rule gives 0 at 0; autodiff of max(x, 0) would give 0.5.
+  assert float(jax.grad(f2)(0.0)) == 0.0
+  _eq(jax.grad(f2)(0.0), jax.grad(f1)(0.0))
+  for x in (-1.5, 0.0, 2.0):
+    _eq(jax.jvp(f2, (x,), (3.0,)), jax.jvp(f1, (x,), (3.0,)))
+  assert float(jax.grad(f2)(2.0)) == 1.0
+
+
+@jax.custom_jvp
+def odd_log(x):
+  return jnp.log(x)
+
+
+@odd_log.defjvp
+def _odd_log_jvp(primals, tangents):
+  (x,), (t,) = primals, tangents
+  return jnp.log(x), 2.0 * t   # deliberately not 1/x
+
+
+def test_user_custom_jvp_rule_is_used():
+  x = 4.0
+  cj, cj2 = _roundtrip(odd_log, x)
+  f2 = _fun(cj2)
+  g = float(jax.grad(f2)(x))
+  assert g == 2.0                         # the custom rule
+  assert g != pytest.approx(1.0 / x)      # not autodiff of log
+  _eq(jax.grad(f2)(x), jax.grad(_fun(cj))(x))
+  _eq(f2(x), jnp.log(x))
+
+
+@jax.custom_jvp
+def safe_log(x):
+  return jnp.log(jnp.maximum(x, 1e-6))
+
+
+@safe_log.defjvp
+def _safe_log_jvp(primals, tangents):
+  (x,), (t,) = primals, tangents
+  return safe_log(x), t / jnp.maximum(x, 1e-6)
+
+
+def test_safe_log_at_zero_and_vmap():
+  cj, cj2 = _roundtrip(safe_log, 0.0)
+  f2 = _fun(cj2)
+  assert float(jax.grad(f2)(0.0)) == pytest.approx(1e6)
+  xs = jnp.array([0.0, 0.5, 2.0])
+  _eq(jax.vmap(jax.grad(f2))(xs), jax.vmap(jax.grad(_fun(cj)))(xs))
+
+
+@jax.custom_vjp
+def clip_grad(x):
+  return x
+
+
+def _clip_fwd(x):
+  return x, None
+
+
+def _clip_bwd(_, g):
+  return (jnp.clip(g, -0.1, 0.1),)
+
+
+clip_grad.defvjp(_clip_fwd, _clip_bwd)
+
+
+def test_user_custom_vjp_clips():
+  f = lambda x: 10.0 * clip_grad(x)
+  cj, cj2 = _roundtrip(f, 3.0)
+  f2 = _fun(cj2)
+  assert float(f2(3.0)) == 30.0
+  assert float(jax.grad(f2)(3.0)) == pytest.approx(0.1)   # not 10
+  assert float(jax.grad(lambda x: -f2(x))(3.0)) == pytest.approx(-0.1)
+  _eq(jax.grad(f2)(3.0), jax.grad(_fun(cj))(3.0))
+  # After save/load from a file too.
+  xs = jnp.array([1.0, -2.0])
+  _eq(jax.vmap(jax.grad(f2))(xs), jnp.array([0.1, 0.1], jnp.float32))
+
+
+def test_logaddexp_recursive_rule():
+  cj = jax.make_jaxpr(jnp.logaddexp)(1.0, 2.0)
+  m = jp.encode(cj)
+  assert 1 <= len(m.rules) <= 2
+  cj2 = jp.decode(m)
+  f1, f2 = _fun(cj), _fun(cj2)
+  for args in [(1.0, 2.0), (-3.0, 0.5), (0.0, 0.0)]:
+    for argnums in (0, 1):
+      _eq(jax.grad(f2, argnums)(*args), jax.grad(f1, argnums)(*args))
+      _eq(jax.grad(jax.grad(f2, argnums), argnums)(*args),
+          jax.grad(jax.grad(f1, argnums), argnums)(*args))
+  # The decoded program re-encodes with the same small rules table.
+  assert len(jp.encode(cj2).rules) == len(m.rules)
+  # Third derivative, for good measure: still the same rule recursion.
+  d3 = lambda f: jax.grad(jax.grad(jax.grad(f)))
+  _eq(d3(f2)(1.0, 2.0), d3(f1)(1.0, 2.0))
+
+
+@functools.partial(jax.custom_jvp)
+def two_arg(x, y):
+  return x * jnp.sin(y)
+
+
+def _two_arg_jvp(primals, tangents):
+  x, y = primals
+  tx, ty = tangents
+  # With symbolic_zeros, a zero tangent arrives as a SymbolicZero.
+  out = two_arg(x, y)
+  t = jnp.zeros_like(out)
+  if type(tx) is not jax.custom_derivatives.SymbolicZero:
+    t = t + 3.0 * tx
+  if type(ty) is not jax.custom_derivatives.SymbolicZero:
+    t = t + 5.0 * ty
+  return out, t
+
+
+two_arg.defjvp(_two_arg_jvp, symbolic_zeros=True)
+
+
+def test_symbolic_zeros_jvp():
+  cj, cj2 = _roundtrip(two_arg, 2.0, 0.5)
+  assert "symbolic_zeros=True" in str(cj2)
+  f1, f2 = _fun(cj), _fun(cj2)
+  assert float(jax.grad(f2, 0)(2.0, 0.5)) == 3.0
+  assert float(jax.grad(f2, 1)(2.0, 0.5)) == 5.0
+  for a in (0, 1):
+    _eq(jax.grad(f2, a)(2.0, 0.5), jax.grad(f1, a)(2.0, 0.5))
+  _eq(jax.grad(f2, (0, 1))(2.0, 0.5), jax.grad(f1, (0, 1))(2.0, 0.5))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def scaled(scale, x, y):
+  return scale * x * y
+
+
+def _scaled_fwd(scale, x, y):
+  return scaled(scale, x, y), (x, y)   # residuals forward the inputs
+
+
+def _scaled_bwd(scale, res, g):
+  x, y = res
+  return (7.0 * scale * g * y, 11.0 * g * x)   # deliberately odd factors
+
+
+scaled.defvjp(_scaled_fwd, _scaled_bwd)
+
+
+def test_custom_vjp_nondiff_and_forwarded_residuals():
+  f = lambda x, y: scaled(2.0, x, y)
+  cj, cj2 = _roundtrip(f, 3.0, 4.0)
+  m = jp.encode(cj)
+  vjp = [r.vjp for r in m.rules if r.WhichOneof("kind") == "vjp"]
+  assert vjp and not vjp[0].trace_error
+  assert any(i >= 0 for i in vjp[0].input_fwds), list(vjp[0].input_fwds)
+  f1, f2 = _fun(cj), _fun(cj2)
+  assert float(f2(3.0, 4.0)) == 24.0
+  gx, gy = jax.grad(f2, (0, 1))(3.0, 4.0)
+  assert float(gx) == 7.0 * 2.0 * 4.0
+  assert float(gy) == 11.0 * 3.0
+  _eq(jax.grad(f2, (0, 1))(3.0, 4.0), jax.grad(f1, (0, 1))(3.0, 4.0))
+
+
+@jax.custom_jvp
+def bad_rule_fn(x):
+  return jnp.sin(x)
+
+
+@bad_rule_fn.defjvp
+def bad_rule_jvp(primals, tangents):
+  (x,), (t,) = primals, tangents
+  if x > 0:  # Python control flow on a traced value: fails when traced
+    return jnp.sin(x), t
+  return jnp.sin(x), -t
+
+
+def test_untraceable_rule_saves_and_fails_on_grad(tmp_path):
+  cj = jax.make_jaxpr(bad_rule_fn)(1.0)
+  m = jp.encode(cj)
+  errs = [r.jvp.trace_error for r in m.rules if r.WhichOneof("kind") == "jvp"]
+  assert errs and "bad_rule_jvp" in errs[0]
+  path = tmp_path / "bad.jaxpb"
+  jp.save(cj, path)
+  cj2 = jp.load(path)
+  f2 = _fun(cj2)
+  _eq(f2(1.0), jnp.sin(jnp.float32(1.0)))
+  _eq(jax.jit(f2)(1.0), _fun(cj)(1.0))
+  with pytest.raises(jp.DecodeError) as ei:
+    jax.grad(f2)(1.0)
+  assert "bad_rule_jvp" in str(ei.value)
+  assert "could not be traced" in ei.value.message
+
+
+# --- remat policies ------------------------------------------------------------
+
+def _ckpt_fn(x, w):
+  h = jax.ad_checkpoint.checkpoint_name(jnp.sin(x @ w), "a")
+  h2 = jax.ad_checkpoint.checkpoint_name(jnp.cos(h @ w), "b")
+  return jnp.sum(h2 * h)
+
+
+_cp = jax.checkpoint_policies
+POLICIES = {
+    "dots_saveable": _cp.dots_saveable,
+    "save_only_a": _cp.save_only_these_names("a"),
+    "both": _cp.save_from_both_policies(_cp.dots_saveable, _cp.save_only_these_names("a")),
+    "nothing_saveable": _cp.nothing_saveable,
+    "everything_saveable": _cp.everything_saveable,
+    "save_any_names_but_these": _cp.save_any_names_but_these("b"),
+}
+
+
+def _remat_eqn(cj):
+  eqns = [e for e in cj.jaxpr.eqns if e.primitive.name in ("checkpoint", "remat", "remat2")]
+  assert len(eqns) == 1, str(cj)
+  return eqns[0]
+
+
+def _policy_answers(policy):
+  """What the policy says about a few representative eqns."""
+  a = jax.core.ShapedArray((3, 3), jnp.float32)
+  dot = policy(lax.dot_general_p, a, a, dimension_numbers=(((1,), (0,)), ((), ())),
+               precision=None, preferred_element_type=jnp.float32, out_sharding=None)
+  name_p = jax._src.ad_checkpoint.name_p
+  na = policy(name_p, a, name="a")
+  nb = policy(name_p, a, name="b")
+  sin = policy(lax.sin_p, a, accuracy=None)
+  return tuple(bool(v) if isinstance(v, bool) else type(v).__name__ for v in (dot, na, nb, sin))
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_remat_policy(name):
+  policy = POLICIES[name]
+  f = jax.checkpoint(_ckpt_fn, policy=policy)
+  x = jnp.arange(9.0, dtype=jnp.float32).reshape(3, 3) / 10
+  w = jnp.eye(3, dtype=jnp.float32) * 0.7
+  cj, cj2 = _roundtrip(f, x, w)
+  assert str(cj2) == str(cj)
+  p1, p2 = _remat_eqn(cj).params["policy"], _remat_eqn(cj2).params["policy"]
+  assert type(p2) is type(p1)
+  if not (isinstance(p1, type(lambda: 0)) and "<locals>" in p1.__qualname__):
+    assert p2 == p1
+  else:  # a closure: compare what it decides
+    assert p2.__code__ is p1.__code__
+  assert _policy_answers(p2) == _policy_answers(p1)
+  # Gradients, and what gets saved (the jaxpr of the linearized program).
+  f1, f2 = _fun(cj), _fun(cj2)
+  _eq(jax.grad(f2, (0, 1))(x, w), jax.grad(f1, (0, 1))(x, w))
+  g1 = jax.make_jaxpr(jax.grad(f1, (0, 1)))(x, w)
+  g2 = jax.make_jaxpr(jax.grad(f2, (0, 1)))(x, w)
+  assert str(g2) == str(g1)
+  lin1 = jax.make_jaxpr(lambda x, w: jax.linearize(f1, x, w)[1](x, w))(x, w)
+  lin2 = jax.make_jaxpr(lambda x, w: jax.linearize(f2, x, w)[1](x, w))(x, w)
+  assert str(lin2) == str(lin1)
+
+
+def test_policies_differ_in_what_they_save():
+  # Sanity check that the comparison above can fail: two policies give
+  # different linearized programs.
+  x = jnp.ones((3, 3), jnp.float32)
+  outs = set()
+  for name in ("dots_saveable", "nothing_saveable"):
+    f = jax.checkpoint(_ckpt_fn, policy=POLICIES[name])
+    cj2 = jp.loads(jp.dumps(jax.make_jaxpr(f)(x, x)))
+    f2 = _fun(cj2)
+    outs.add(str(jax.make_jaxpr(lambda x, w: jax.linearize(f2, x, w)[1](x, w))(x, x)))
+  assert len(outs) == 2
+
+
+# --- reduce with a custom computation -------------------------------------------
+
+_ADDR = re.compile(r" at 0x[0-9a-f]+")
+
+
+def _norm(s):
+  return _ADDR.sub(" at 0x?", s)
+
+
+def _soft_reduce(x):
+  # a*c + a + c is associative and commutative, but not a recognised monoid.
+  return lax.reduce(x, 0.0, lambda a, c: a * c + a + c, (1,))
+
+
+def _argmax_reduce(x):
+  iota = lax.broadcasted_iota(jnp.int32, x.shape, 1)
+
+  def amax(ab, cd):
+    (a, ai), (c, ci) = ab, cd
+    pick = (a > c) | ((a == c) & (ai < ci))
+    return lax.select(pick, a, c), lax.select(pick, ai, ci)
+  return lax.reduce((x, iota), (-jnp.inf, jnp.int32(2**31 - 1)), amax, (1,))
+
+
+def test_reduce_custom_computation():
+  x = jnp.array([[0.1, 0.2, -0.3], [0.5, 0.25, 0.125]], jnp.float32)
+  cj, cj2 = _roundtrip(_soft_reduce, x)
+  assert "reduce[" in str(cj) and "reduce_sum" not in str(cj)
+  assert _norm(str(cj2)) == _norm(str(cj))
+  f1, f2 = _fun(cj), _fun(cj2)
+  _eq(f2(x), f1(x))
+  _eq(jax.jit(f2)(x), jax.jit(f1)(x))
+  want = np.array([(1.1 * 1.2 * 0.7) - 1, (1.5 * 1.25 * 1.125) - 1], np.float32)
+  np.testing.assert_allclose(np.asarray(f2(x)), want, rtol=1e-5)
+  # reduce's computation param is callable after decoding.
+  eqn = [e for e in cj2.jaxpr.eqns if e.primitive.name == "reduce"][0]
+  assert float(eqn.params["computation"](jnp.float32(2.0), jnp.float32(3.0))) == 11.0
+  try:
+    g1 = jax.grad(lambda x: f1(x).sum())(x)
+  except Exception as e:  # JAX cannot differentiate generic reduce
+    pytest.skip(f"reduce has no jvp in this JAX: {type(e).__name__}")
+  _eq(jax.grad(lambda x: f2(x).sum())(x), g1)
+
+
+def test_reduce_variadic_custom_computation():
+  x = jnp.array([[0.1, 0.7, 0.7, -0.3], [0.5, 0.25, 0.125, 0.5]], jnp.float32)
+  cj, cj2 = _roundtrip(_argmax_reduce, x)
+  assert _norm(str(cj2)) == _norm(str(cj))
+  f1, f2 = _fun(cj, single=False), _fun(cj2, single=False)
+  _eq(f2(x), f1(x))
+  v, i = f2(x)
+  _eq(i, jnp.array([1, 0], jnp.int32))
+  _eq(jax.vmap(f2)(jnp.stack([x, -x])), jax.vmap(f1)(jnp.stack([x, -x])))
