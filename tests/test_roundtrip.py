@@ -52,7 +52,20 @@ def as_function(cj, p):
   return fn
 
 
-PROGRAMS = [p for p in corpus.PROGRAMS]
+# Programs the format cannot carry, each with its reason; a test checks that
+# encoding them fails with a clear EncodeError rather than a wrong program.
+UNSUPPORTED: dict[str, str] = {
+    "custom_vmap_prog": "custom_vmap's batching rule is a Python callable of "
+                        "the batch size, known only at vmap time",
+}
+
+PROGRAMS = [p for p in corpus.PROGRAMS if p.name not in UNSUPPORTED]
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_unsupported_programs_fail_clearly(name):
+  with pytest.raises(jp.EncodeError, match=r"eqn\[\d+\]\.params\."):
+    jp.dumps(corpus.trace(corpus.get(name)))
 
 
 @pytest.fixture(scope="module", params=PROGRAMS, ids=lambda p: p.name)
