@@ -1,7 +1,7 @@
 """jaxpr-proto: a versioned protobuf exchange format for JAX programs (jaxprs)."""
 __version__ = "0.1.0"
 
-from jaxpr_proto.errors import (DecodeError, EncodeError, Error,
+from jaxpr_proto.errors import (CheckError, DecodeError, EncodeError, Error,
                                 UnknownPrimitiveError, VersionError)
 from jaxpr_proto.api import decode, dumps, encode, load, loads, parse, save
 from jaxpr_proto.registry import register_primitive
@@ -10,6 +10,7 @@ from jaxpr_proto.values import register_param_type
 from jaxpr_proto.v1 import jaxpr_pb2 as proto
 from jaxpr_proto.function import Function, trace
 from jaxpr_proto import pickling as _pickling, stages
+from jaxpr_proto.checker import CheckReport, check
 _pickling._install_on_import()
 
 __all__ = [
@@ -17,4 +18,5 @@ __all__ = [
     "VersionError", "decode", "dumps", "encode", "load", "loads", "parse",
     "save", "register_primitive", "register_pytree_node",
     "register_param_type", "proto", "Function", "trace", "stages",
+    "CheckError", "CheckReport", "check",
 ]

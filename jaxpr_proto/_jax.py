@@ -7,6 +7,7 @@ import jax.extend.core as jex_core
 import numpy as np
 from jax._src import ad_checkpoint
 from jax._src import core
+from jax._src import dtypes as jax_dtypes
 from jax._src import effects as effects_lib
 from jax._src import linear_util as lu
 from jax._src import literals
@@ -16,6 +17,7 @@ from jax._src import sharding_impls
 from jax._src import source_info_util
 from jax._src.interpreters import partial_eval as pe
 from jax._src.random import prng
+from jax._src.state import types as state_types
 
 from jaxpr_proto.errors import DecodeError
 
@@ -34,7 +36,7 @@ abstract_token = core.abstract_token
 DebugInfo = core.DebugInfo
 JaxprEqnContext = core.JaxprEqnContext
 MemorySpace = core.MemorySpace
-ManualAxisType = core.ManualAxisType
+ManualAxisType = getattr(core, "ManualAxisType", None)  # JAX 0.9: see the end
 SourceInfo = source_info_util.SourceInfo
 NameStack = source_info_util.NameStack
 Scope = source_info_util.Scope
@@ -56,7 +58,7 @@ Effect = effects_lib.Effect
 WrappedFun = lu.WrappedFun
 wrap_init = lu.wrap_init
 eval_jaxpr = core.eval_jaxpr
-check_jaxpr = jex_core.check_jaxpr
+check_jaxpr = getattr(jex_core, "check_jaxpr", core.check_jaxpr)  # JAX 0.9: only in core
 jaxpr_as_fun = jex_core.jaxpr_as_fun
 trace_to_jaxpr_dynamic = pe.trace_to_jaxpr_dynamic
 convert_constvars_jaxpr = pe.convert_constvars_jaxpr
@@ -127,9 +129,9 @@ def is_symbolic_dim(d) -> bool:
 
 # --- remat policies --------------------------------------------------------
 checkpoint_policies = ad_checkpoint.checkpoint_policies
-DotsSaveable = ad_checkpoint.DotsSaveable
-SaveOnlyTheseNames = ad_checkpoint.SaveOnlyTheseNames
-SaveAnyNamesButThese = ad_checkpoint.SaveAnyNamesButThese
+DotsSaveable = getattr(ad_checkpoint, "DotsSaveable", None)  # JAX 0.9: policies are closures
+SaveOnlyTheseNames = getattr(ad_checkpoint, "SaveOnlyTheseNames", None)
+SaveAnyNamesButThese = getattr(ad_checkpoint, "SaveAnyNamesButThese", None)
 
 
 def no_current_trace():
@@ -182,3 +184,197 @@ def extra_enum_types():
 def local_device(platform: str, index: int):
   devs = [d for d in jax.local_devices() if d.platform == platform] or jax.local_devices()
   return devs[index % len(devs)] if devs else None
+
+
+# --- JAX version branches ----------------------------------------------------
+# jaxpr_proto targets JAX 0.10.x; JAX 0.9.x is supported for reading and
+# writing files across releases (tests/test_cross_jax.py). Each branch below
+# names what differs.
+
+def parse_version(v: str) -> tuple[int, ...]:
+  """'0.10.2' -> (0, 10, 2); '0.10.3.dev20260101' -> (0, 10, 3); '' -> ()."""
+  out = []
+  for part in str(v).split("."):
+    digits = ""
+    for c in part:
+      if not c.isdigit():
+        break
+      digits += c
+    if not digits:
+      break
+    out.append(int(digits))
+    if digits != part:
+      break
+  return tuple(out)
+
+
+JAX_VERSION = parse_version(jax.__version__)
+
+
+def manual_axis_type(aval):
+  """The aval's manual axes: an object with .varying, .unreduced, .reduced."""
+  return aval.manual_axis_type
+
+
+shaped_array = ShapedArray
+
+if not hasattr(core, "ManualAxisType"):
+  # JAX 0.9: the varying manual axes are ShapedArray.vma, and unreduced /
+  # reduced axes live only in the sharding's PartitionSpec.
+  from jax._src import config as _config
+  from jax._src import xla_metadata_lib as _xla_metadata_lib
+
+  class ManualAxisType:  # type: ignore[no-redef]
+    __slots__ = ("varying", "unreduced", "reduced")
+
+    def __init__(self, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
+      self.varying, self.unreduced, self.reduced = varying, unreduced, reduced
+
+  def manual_axis_type(aval):  # noqa: F811
+    spec = getattr(aval.sharding, "spec", None)
+    return ManualAxisType(varying=frozenset(aval.vma),
+                          unreduced=frozenset(getattr(spec, "unreduced", ())),
+                          reduced=frozenset(getattr(spec, "reduced", ())))
+
+  def shaped_array(shape, dtype, weak_type=False, *, sharding=None,  # noqa: F811
+                   manual_axis_type=None, memory_space=MemorySpace.Device):
+    vma = frozenset()
+    if manual_axis_type is not None:
+      spec = getattr(sharding, "spec", None)
+      for kind in ("unreduced", "reduced"):
+        axes = getattr(manual_axis_type, kind)
+        if axes and not axes <= frozenset(getattr(spec, kind, ())):
+          raise ValueError(f"{kind} manual axes outside the sharding need JAX >= 0.10")
+      vma = manual_axis_type.varying
+    return ShapedArray(shape, dtype, weak_type, sharding=sharding, vma=vma,
+                       memory_space=memory_space)
+
+  def make_context(compute_type, threefry_partitionable, cur_abstract_mesh,  # noqa: F811
+                   remove_size_one_mesh_axis, xla_metadata):
+    ctx = core.JaxprEqnContext(compute_type, threefry_partitionable,
+                               None if xla_metadata is None else dict(xla_metadata))
+    ctx.cur_abstract_mesh = cur_abstract_mesh
+    ctx.remove_size_one_mesh_axis = remove_size_one_mesh_axis
+    return ctx
+
+  def default_context():  # noqa: F811
+    return core.JaxprEqnContext(
+        _config.compute_on_context_manager.value,
+        _config.threefry_partitionable.value,
+        _xla_metadata_lib.current_xla_metadata())
+
+
+# --- type checking (jaxpr_proto.checker) -------------------------------------
+
+JaxprTypeError = core.JaxprTypeError
+typecompat = core.typecompat
+jaxprs_in_params = core.jaxprs_in_params
+
+
+def check_jaxpr_eqns(jaxpr) -> None:
+  """JAX's own type check of one jaxpr, without pretty-printing the whole
+  jaxpr: raises JaxprTypeError(message, eqn_index) at the first bad eqn.
+  Sub-jaxprs are checked as far as JAX's rules check them."""
+  import functools
+  check = getattr(core, "_check_jaxpr", None)
+  if check is None:  # pragma: no cover - a JAX without the internal entry point
+    return core.check_jaxpr(jaxpr)
+
+  @functools.cache
+  def ctx_factory():
+    return core.JaxprPpContext(), core.JaxprPpSettings()
+  return check(ctx_factory, jaxpr)
+
+
+def check_jaxpr_frame_eqn_index(tb) -> int | None:
+  """The eqn index of the outermost core._check_jaxpr frame of a traceback."""
+  code = getattr(getattr(core, "_check_jaxpr", None), "__code__", None)
+  while tb is not None:
+    if tb.tb_frame.f_code is code:
+      return tb.tb_frame.f_locals.get("eqn_idx")
+    tb = tb.tb_next
+  return None
+
+
+def sub_jaxpr_contexts(eqn) -> list:
+  """The context managers JAX's type check enters for the sub-jaxprs of `eqn`
+  (the named axes a shard_map or pmap binds), so that a sub-jaxpr can be
+  checked on its own."""
+  name, params = eqn.primitive.name, eqn.params
+  out = []
+  if name == "shard_map":
+    from jax._src import config as _cfg
+    from jax._src import shard_map as _sm
+    mesh = params.get("mesh")
+    axes = params.get("newly_manual_axes", params.get("manual_axes"))
+    if mesh is not None and axes is not None:
+      out.append(lambda: _sm._extend_axis_env(mesh, frozenset(axes)))
+      if "check_vma" in params:
+        out.append(lambda: _cfg._check_vma(params["check_vma"]))
+  elif name == "xla_pmap":  # JAX 0.9
+    axis_name, axis_size = params.get("axis_name"), params.get("axis_size")
+    if axis_name is not None and axis_size is not None:
+      out.append(lambda: core.extend_axis_env_nd([(axis_name, axis_size)]))
+  return out
+
+
+# Primitives whose type check checks their sub-jaxprs too (custom typechecks
+# that recurse; a primitive without a custom typecheck recurses through
+# core.check_eqn).
+_RECURSIVE_TYPECHECKS = frozenset({"jit", "pjit", "closed_call", "core_call", "shard_map"})
+
+
+def typecheck_reaches_sub_jaxprs(eqn) -> bool:
+  prim = eqn.primitive
+  if prim.name in _RECURSIVE_TYPECHECKS or prim.call_primitive:
+    return True
+  return prim not in core.custom_typechecks
+
+
+AbstractRef = state_types.AbstractRef
+short_dtype_name = jax_dtypes.short_dtype_name
+
+# Pretty-printing pieces (for the structural diff).
+JaxprPpContext = core.JaxprPpContext
+JaxprPpSettings = core.JaxprPpSettings
+pp_vars = core.pp_vars
+pp_var = core.pp_var
+pp_eqn = core.pp_eqn
+
+# The JAX modules whose enums, NamedTuples and dataclasses may appear in eqn
+# params; the value codec allow-lists those types as `jax::<module>.<Class>`.
+PARAM_TYPE_MODULES = (
+    "jax._src.lax.lax", "jax._src.lax.slicing", "jax._src.lax.convolution",
+    "jax._src.lax.windowed_reductions", "jax._src.lax.linalg",
+    "jax._src.lax.fft", "jax._src.lax.ann", "jax._src.lax.special",
+    "jax._src.lax.parallel", "jax._src.lax.other",
+    "jax._src.lax.control_flow.loops", "jax._src.lax.control_flow.solves",
+    "jax._src.lax.control_flow.conditionals",
+    "jax._src.ad_checkpoint", "jax._src.sharding_impls", "jax._src.layout",
+    "jax._src.mesh", "jax._src.core", "jax._src.dispatch", "jax._src.api",
+    "jax._src.random.prng", "jax._src.numpy.lax_numpy",
+    "jax._src.numpy.einsum", "jax._src.cudnn.scaled_matmul_stablehlo",
+    "jax._src.state.types", "jax._src.callback", "jax._src.ffi",
+    "jax._src.tpu.linalg.eigh", "jax._src.lax.utils",
+    "jax._src.memory", "jax._src.compute_on", "jax._src.xla_metadata_lib",
+    "jax._src.pjit", "jax._src.shard_map", "jax._src.custom_derivatives",
+)
+PARAM_TYPE_PREFIX = "jax._src."
+
+# Effect singletons, by registered name: (module, attribute).
+EFFECT_SINGLETONS = {
+    "jax::debug": ("jax._src.debugging", "debug_effect"),
+    "jax::ordered_debug": ("jax._src.debugging", "ordered_debug_effect"),
+    "jax::io": ("jax._src.callback", "_IOEffect"),
+    "jax::ordered_io": ("jax._src.callback", "_OrderedIOEffect"),
+    "jax::no_dce": ("jax._src.lax.lax", "no_dce_effect"),
+    "jax::internal_mutable_array": ("jax._src.core", "internal_mutable_array_effect"),
+    "jax::shape_assertion": ("jax._src.export.shape_poly", "shape_assertion_effect"),
+    "jax::ffi": ("jax._src.ffi", "_FfiEffect"),
+    "jax::buffer_callback": ("jax._src.buffer_callback", "_BufferCallbackEffect"),
+}
+
+# Effects on a jaxpr input, by registered name.
+INPUT_EFFECTS = {"jax::ref_read": state_types.ReadEffect,
+                 "jax::ref_write": state_types.WriteEffect,
+                 "jax::ref_accum": state_types.AccumEffect}

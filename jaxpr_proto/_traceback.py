@@ -57,8 +57,8 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
-# --- jax._src: the only private JAX API this module uses. -------------------
-from jax._src import source_info_util
+# JAX internals come from the compatibility module.
+from jaxpr_proto._jax import source_info_util
 
 SourceInfo = source_info_util.SourceInfo
 NameStack = source_info_util.NameStack

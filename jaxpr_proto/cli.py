@@ -441,7 +441,7 @@ _DTYPE_NAMES = [
 
 def _dtype_table() -> dict:
   import ml_dtypes
-  from jax._src import dtypes as jdt
+  from jaxpr_proto import _jax
   table = {}
   for name in _DTYPE_NAMES:
     try:
@@ -450,7 +450,7 @@ def _dtype_table() -> dict:
       continue
     table[name] = dt
     with contextlib.suppress(Exception):
-      table[jdt.short_dtype_name(dt)] = dt
+      table[_jax.short_dtype_name(dt)] = dt
   return table
 
 

@@ -11,9 +11,9 @@ import numpy as np
 
 import jax
 
-from jaxpr_proto import _jax, _traceback, custom_rules, param_codecs, pytrees, values
+from jaxpr_proto import _jax, _traceback, custom_rules, param_codecs, pytrees, upgraders, values
 from jaxpr_proto.dtypes import decode_dtype
-from jaxpr_proto.errors import DecodeError, Error
+from jaxpr_proto.errors import DecodeError, Error, UnknownPrimitiveError
 from jaxpr_proto.registry import REGISTRY
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.versions import check_version
@@ -22,7 +22,9 @@ _MS = {pb.MEMORY_SPACE_DEVICE_UNSPECIFIED: _jax.MemorySpace.Device,
        pb.MEMORY_SPACE_HOST: _jax.MemorySpace.Host,
        pb.MEMORY_SPACE_ANY: _jax.MemorySpace.Any}
 _K = pb.ArrayKind
-_MAX_DEPTH = 200  # nesting of sub-jaxprs, far above what real programs use
+_MAX_DEPTH = 100  # nesting of sub-jaxprs, far above what real programs use
+# A float0 array carries no bytes, so its size is not bounded by the file's.
+_MAX_FLOAT0_ELEMENTS = 1 << 24
 _IN_PROGRESS = object()
 
 
@@ -42,6 +44,9 @@ class Decoder:
     self._source_infos: dict[tuple, object] = {}
     self._depth = 0
     self._scope = None
+    self.jaxpr_paths: dict[int, str] = {}  # the path of each decoded jaxpr
+    self.where = ""  # the eqn being decoded, for errors found outside the checks
+    self.upgrader = upgraders.for_module(m)  # None: written by this JAX's primitives
 
   # --- tables -------------------------------------------------------------
   def _entry(self, table, i, name, path):
@@ -79,6 +84,7 @@ class Decoder:
         raise DecodeError(f"sub-jaxprs nested deeper than {_MAX_DEPTH}", path)
       self._jaxprs[i] = _IN_PROGRESS
       self._depth += 1
+      outer = self.where
       try:
         j = self._decode_jaxpr(msg, path)
       except BaseException:
@@ -86,7 +92,9 @@ class Decoder:
         raise
       finally:
         self._depth -= 1
+      self.where = outer
       self._jaxprs[i] = j
+      self.jaxpr_paths[i] = path
     return j
 
   def aval(self, i: int, path: str):
@@ -107,7 +115,15 @@ class Decoder:
     p = self._prims.get(i)
     if p is None:
       msg = self._entry(self.m.primitives, i, "primitive", path)
-      p = self._prims[i] = REGISTRY.lookup(msg.namespace, msg.name, path)
+      name = msg.name
+      if self.upgrader and msg.namespace.split(".")[0] == "jax":
+        name = self.upgrader.primitive_name(name)
+      try:
+        p = self._prims[i] = REGISTRY.lookup(msg.namespace, name, path)
+      except UnknownPrimitiveError as e:
+        if self.upgrader and self.upgrader.newer and msg.namespace.split(".")[0] == "jax":
+          raise UnknownPrimitiveError(f"{e.message} ({self.upgrader.describe()})", path) from None
+        raise
     return p
 
   def param(self, i: int, prim_name: str, path: str):
@@ -218,10 +234,12 @@ class Decoder:
     invars = [define(v, f"{prefix}invars[{k}]") for k, v in enumerate(msg.invars)]
     eqns = []
     for k, e in enumerate(msg.eqns):
-      where = f"{prefix}eqn[{k}]"
+      where = self.where = f"{prefix}eqn[{k}]"
       prim = self.primitive(e.primitive, where)
       ins = [atom(a, f"{where}.invars[{j}]") for j, a in enumerate(e.invars)]
       params = param_codecs.decode_params(self, prim.name, e.params, where)
+      if self.upgrader:
+        params = self.upgrader.params(prim.name, params, where)
       effs = self.effects(e.effects, env, f"{where}.effects")
       si = self.source_info(e.traceback, e.name_stack, where)
       ctx = self.context(e.context, where)
@@ -284,10 +302,9 @@ class Decoder:
     if kind == "token":
       return _jax.abstract_token
     if kind == "ref":
-      from jax._src.state.types import AbstractRef
       inner = self.aval(msg.ref.inner, path)
       try:
-        return AbstractRef(inner, self.value(msg.ref.memory_space, path),
+        return _jax.AbstractRef(inner, self.value(msg.ref.memory_space, path),
                            self.value(msg.ref.kind, path))
       except Exception as e:
         raise DecodeError(f"bad ref type: {e}", path) from None
@@ -308,7 +325,7 @@ class Decoder:
           varying=frozenset(msg.varying), unreduced=frozenset(msg.unreduced),
           reduced=frozenset(msg.reduced))
     try:
-      return _jax.ShapedArray(shape, dtype, msg.weak_type, memory_space=ms, **kw)
+      return _jax.shaped_array(shape, dtype, msg.weak_type, memory_space=ms, **kw)
     except Exception as e:
       raise DecodeError(f"bad array type: {e}", path) from None
 
@@ -353,6 +370,8 @@ class Decoder:
 
 
 def _array(dec, msg: pb.Array, path):
+  if msg.dtype == pb.DTYPE_FLOAT0 and values._num_elements(msg.shape, path) > _MAX_FLOAT0_ELEMENTS:
+    raise DecodeError(f"float0 array of shape {list(msg.shape)} is too large", path)
   x = values.decode_array_np(msg, path)
   kind = msg.kind
   typed = _TYPED_SCALARS.get(kind)
@@ -384,6 +403,8 @@ _TYPED_SCALARS = {_K.ARRAY_KIND_TYPED_INT: (_jax.TypedInt, int),
 
 def _enum(dec, msg: pb.EnumValue, path):
   cls = values.ENUM_TYPES.get(msg.type)
+  if cls is None:  # a type that moved in another JAX release?
+    cls = values.ENUM_TYPES.get(upgraders.type_alias(msg.type))
   if cls is None:
     raise DecodeError(f"enum type {msg.type!r} is not allow-listed", path)
   try:
@@ -394,13 +415,21 @@ def _enum(dec, msg: pb.EnumValue, path):
 
 def _record(dec, msg: pb.Record, path):
   cls = values.RECORD_TYPES.get(msg.type)
-  if cls is None:
+  if cls is None:  # a type that moved in another JAX release?
+    cls = values.RECORD_TYPES.get(upgraders.type_alias(msg.type))
+  build = None if cls is not None else upgraders.foreign_record(msg.type)
+  if cls is None and build is None:
     raise DecodeError(f"record type {msg.type!r} is not allow-listed", path)
   fields = {}
   for f in msg.fields:
     if f.name in fields:
       raise DecodeError(f"field {f.name!r} given twice", path)
     fields[f.name] = dec.value(f.value, f"{path}.{f.name}")
+  if build is not None:
+    try:
+      return build(fields)
+    except Exception as e:
+      raise DecodeError(f"cannot build {msg.type}: {type(e).__name__}: {e}", path) from None
   return values.make_record(cls, fields, path)
 
 
@@ -481,14 +510,24 @@ _VALUE_DECODERS = {
 }
 
 
-def decode(m: pb.Module):
+def decode(m: pb.Module, *, typecheck: bool = True):
+  """Module -> ClosedJaxpr. Malformed input raises DecodeError and nothing else.
+
+  With `typecheck` (the default) each eqn is also checked by JAX's abstract
+  evaluation (see `checker`): a file with the wrong number of operands or
+  mismatched types is refused here rather than failing later, in JAX.
+  """
   check_version(m)
   dec = Decoder(m)
   try:
-    return dec.closed_jaxpr(m.root, "")
+    cj = dec.closed_jaxpr(m.root, "")
+    if typecheck:
+      from jaxpr_proto import checker
+      checker.raise_first_type_error(dec)
+    return cj
   except Error:
     raise
   except RecursionError:
-    raise DecodeError("structure nested too deeply") from None
-  except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
-    raise DecodeError(f"malformed file: {type(e).__name__}: {e}") from None
+    raise DecodeError("structure nested too deeply", dec.where) from None
+  except Exception as e:  # a bug or a gap in the checks above: still a DecodeError
+    raise DecodeError(f"malformed file: {type(e).__name__}: {e}", dec.where) from None

@@ -253,9 +253,8 @@ class Encoder:
       return pb.Aval(shaped_array=self._shaped_array(a, path))
     if isinstance(a, _jax.AbstractToken):
       return pb.Aval(token=pb.AbstractToken())
-    from jax._src.state.types import AbstractRef  # noqa: only for the isinstance
-    if isinstance(a, AbstractRef):
-      return pb.Aval(ref=pb.AbstractRef(
+    if isinstance(a, _jax.AbstractRef):
+      return pb.Aval(ref=pb._jax.AbstractRef(
           inner=self.aval(a.inner_aval, path), memory_space=self.value(a.memory_space, path),
           kind=self.value(a.kind, path)))
     raise EncodeError(f"unsupported abstract value {a} ({type(a).__qualname__})", path)
@@ -271,7 +270,7 @@ class Encoder:
     default = _jax.ShapedArray(a.shape, a.dtype, a.weak_type)
     if a.sharding != default.sharding:
       out.sharding.CopyFrom(values.encode_named_sharding(a.sharding, path))
-    mat = a.manual_axis_type
+    mat = _jax.manual_axis_type(a)
     out.varying.extend(sorted(mat.varying))
     out.unreduced.extend(sorted(mat.unreduced))
     out.reduced.extend(sorted(mat.reduced))

@@ -25,3 +25,11 @@ class UnknownPrimitiveError(DecodeError):
 
 class VersionError(DecodeError):
   """A file needs a newer reader (format major or features)."""
+
+
+class CheckError(DecodeError):
+  """`jp.check(..., raise_on_error=True)` found errors; `.errors` lists them as (path, message)."""
+
+  def __init__(self, message: str, path: str = "", errors=()):
+    super().__init__(message, path)
+    self.errors = list(errors)

@@ -29,7 +29,7 @@ class _Printer:
   """The jaxpr-syntax text of each eqn, with the names a full print gives."""
 
   def __init__(self, jaxpr):
-    from jax._src import core
+    from jaxpr_proto import _jax as core
     self.jaxpr = jaxpr
     self._core = core
     self.ctx = core.JaxprPpContext()

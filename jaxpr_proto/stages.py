@@ -81,13 +81,28 @@ def split(closed_jaxpr, num_stages: int | None = None, *,
   n = len(jaxpr.eqns)
   if (num_stages is None) == (boundaries is None):
     raise TypeError("give exactly one of num_stages and boundaries")
+  ok = _allowed_boundaries(jaxpr)
   if boundaries is None:
     if num_stages < 1:
       raise ValueError("num_stages must be at least 1")
     k = max(1, min(num_stages, n))
-    boundaries = [round(i * n / k) for i in range(1, k)]
+    boundaries = []
+    for i in range(1, k):  # the allowed boundary nearest to the even share
+      ideal = round(i * n / k)
+      cands = [b for b in ok if b > (boundaries[-1] if boundaries else 0)]
+      if cands:
+        b = min(cands, key=lambda b: (abs(b - ideal), b))
+        if b not in boundaries:
+          boundaries.append(b)
+    boundaries.sort()
+  else:
+    boundaries = list(boundaries)
+    bad = [b for b in boundaries if 0 < b < n and b not in ok]
+    if bad:
+      raise ValueError(f"cannot split before eqns {bad}: a mutable array reference "
+                       "(Ref) is live there, and Refs cannot pass between stages")
   bounds = [0, *boundaries, n]
-  if any(not a < b for a, b in zip(bounds, bounds[1:])) and n:
+  if (n and any(not a < b for a, b in zip(bounds, bounds[1:]))) or (not n and boundaries):
     raise ValueError(f"bad boundaries {boundaries} for {n} eqns")
   if not n:
     bounds = [0, 0]
@@ -155,6 +170,30 @@ def split(closed_jaxpr, num_stages: int | None = None, *,
       outputs.append(tail[k])
       k += 1
   return Staged(tuple(stages), len(jaxpr.invars), tuple(outputs))
+
+
+def _allowed_boundaries(jaxpr) -> set[int]:
+  """The eqn indices b (0 < b < n) before which no Ref value is live."""
+  n = len(jaxpr.eqns)
+  defined, last = {}, {}
+  for i, e in enumerate(jaxpr.eqns):
+    for x in e.invars:
+      if isinstance(x, _jax.Var) and x in defined:
+        last[x] = i
+    for v in e.outvars:
+      if not isinstance(v, _jax.DropVar) and _is_ref(v.aval):
+        defined[v] = i
+  for x in jaxpr.outvars:
+    if isinstance(x, _jax.Var) and x in defined:
+      last[x] = n
+  ok = set(range(1, n))
+  for v, d in defined.items():
+    ok -= set(range(d + 1, last.get(v, d) + 1))
+  return ok
+
+
+def _is_ref(aval) -> bool:
+  return type(aval).__name__ == "AbstractRef"
 
 
 def _num_tail(jaxpr, consts, is_var):

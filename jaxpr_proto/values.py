@@ -20,25 +20,6 @@ from jaxpr_proto.dtypes import SUB_BYTE_BITS, decode_dtype, encode_dtype
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
-# The JAX modules whose enums, NamedTuples and dataclasses may appear in eqn
-# params. Their param types are allow-listed as `jax::<module>.<Class>`.
-_PARAM_TYPE_MODULES = (
-    "jax._src.lax.lax", "jax._src.lax.slicing", "jax._src.lax.convolution",
-    "jax._src.lax.windowed_reductions", "jax._src.lax.linalg",
-    "jax._src.lax.fft", "jax._src.lax.ann", "jax._src.lax.special",
-    "jax._src.lax.parallel", "jax._src.lax.other",
-    "jax._src.lax.control_flow.loops", "jax._src.lax.control_flow.solves",
-    "jax._src.lax.control_flow.conditionals",
-    "jax._src.ad_checkpoint", "jax._src.sharding_impls", "jax._src.layout",
-    "jax._src.mesh", "jax._src.core", "jax._src.dispatch", "jax._src.api",
-    "jax._src.random.prng", "jax._src.numpy.lax_numpy",
-    "jax._src.numpy.einsum", "jax._src.cudnn.scaled_matmul_stablehlo",
-    "jax._src.state.types", "jax._src.callback", "jax._src.ffi",
-    "jax._src.tpu.linalg.eigh", "jax._src.lax.utils",
-    "jax._src.memory", "jax._src.compute_on", "jax._src.xla_metadata_lib",
-    "jax._src.pjit", "jax._src.shard_map", "jax._src.custom_derivatives",
-)
-
 # Types that look like records but must not be built from file data.
 _NOT_RECORDS = {"PRNGImpl"}
 
@@ -53,11 +34,11 @@ def _is_record_type(cls) -> bool:
 
 def _scan_param_types():
   enums, records = {}, {}
-  for mname in _PARAM_TYPE_MODULES:
+  for mname in _jax.PARAM_TYPE_MODULES:
     mod = sys.modules.get(mname)
     if mod is None:
       continue
-    short = mname.removeprefix("jax._src.")
+    short = mname.removeprefix(_jax.PARAM_TYPE_PREFIX)
     for attr, cls in sorted(vars(mod).items()):
       if not isinstance(cls, type) or cls.__module__ != mname:
         continue
@@ -131,33 +112,17 @@ def singleton_name(x):
 # --- effects ---------------------------------------------------------------
 
 def _effects_table():
-  mods = sys.modules
   table = {}
-  def add(name, mod, attr):
-    m = mods.get(mod)
+  for name, (mod, attr) in _jax.EFFECT_SINGLETONS.items():
+    m = sys.modules.get(mod)
     if m is not None and hasattr(m, attr):
       table[name] = getattr(m, attr)
-  add("jax::debug", "jax._src.debugging", "debug_effect")
-  add("jax::ordered_debug", "jax._src.debugging", "ordered_debug_effect")
-  add("jax::io", "jax._src.callback", "_IOEffect")
-  add("jax::ordered_io", "jax._src.callback", "_OrderedIOEffect")
-  add("jax::no_dce", "jax._src.lax.lax", "no_dce_effect")
-  add("jax::internal_mutable_array", "jax._src.core", "internal_mutable_array_effect")
-  add("jax::shape_assertion", "jax._src.export.shape_poly", "shape_assertion_effect")
-  add("jax::ffi", "jax._src.ffi", "_FfiEffect")
-  add("jax::buffer_callback", "jax._src.buffer_callback", "_BufferCallbackEffect")
   return table
-
-
-def _input_effects_table():
-  from jax._src.state import types as st
-  return {"jax::ref_read": st.ReadEffect, "jax::ref_write": st.WriteEffect,
-          "jax::ref_accum": st.AccumEffect}
 
 
 EFFECTS = _effects_table()
 _EFFECT_NAMES = {id(v): k for k, v in EFFECTS.items()}
-INPUT_EFFECTS = _input_effects_table()
+INPUT_EFFECTS = dict(_jax.INPUT_EFFECTS)
 _INPUT_EFFECT_NAMES = {v: k for k, v in INPUT_EFFECTS.items()}
 
 

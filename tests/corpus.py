@@ -665,6 +665,19 @@ _add("maxpool_jvp", maxpool_jvp, (_uniform(49, (1, 4, 4, 2)), _uniform(50, (1, 4
      grad_argnums=(1,), notes="traced jvp of max pooling -> select_and_gather_add")
 
 
+def internal_select_and_scatter(x, src):
+  # No public API stages select_and_scatter (select_and_scatter_add is lowered
+  # through it); use the private helper so the primitive is in the corpus.
+  from jax._src.lax import windowed_reductions as _wr
+  return _wr._select_and_scatter(x, lax.ge, (2, 2), (2, 2), ((0, 0), (0, 0)), src,
+                                 jnp.float32(0.0), lax.add)
+
+
+_add("internal_select_and_scatter", internal_select_and_scatter,
+     (_uniform(607, (4, 6)), _uniform(608, (2, 3))), grad_argnums=None, vmap=False,
+     notes="select_and_scatter via private jax._src API (no JVP/batching rules)")
+
+
 # ===========================================================================
 # 5. structural / indexing
 # ===========================================================================
@@ -784,6 +797,36 @@ def approx_topk(x):
 
 
 _add("approx_topk", approx_topk, (_uniform(63, (4, 16)),))
+
+
+def complex_sort_search(c, q):
+  s = jnp.sort(c)
+  k1, v1 = lax.sort((c, jnp.real(c)), num_keys=1)
+  return (s, k1, v1, jnp.argsort(c),
+          jnp.searchsorted(s, q),                           # scan: lt_to/le_to/eq_to
+          jnp.searchsorted(s, q, side="right", method="compare_all"),
+          jnp.searchsorted(s, q, method="sort"),
+          jnp.searchsorted(jnp.sort(jnp.real(c)), jnp.real(q), method="scan_unrolled"))
+
+
+_add("complex_sort_search", complex_sort_search,
+     (jnp.asarray(_uniform(600, (6,)) + 1j * _uniform(601, (6,)), jnp.complex64),
+      jnp.asarray(_uniform(602, (4,)) + 1j * _uniform(603, (4,)), jnp.complex64)),
+     grad_argnums=(0,),
+     notes="complex keys split into (real, imag): the total-order comparators "
+           "lt_to/le_to/eq_to appear in the jaxpr (searchsorted)")
+
+
+def ragged_dot_prog(lhs, rhs, group_sizes):
+  return (lax.ragged_dot(lhs, rhs, group_sizes),
+          lax.ragged_dot(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
+                         precision=lax.Precision.HIGHEST))
+
+
+_add("ragged_dot_prog", ragged_dot_prog,
+     (_uniform(604, (6, 4)), _uniform(605, (3, 4, 5)), jnp.array([2, 3, 1], jnp.int32)),
+     grad_argnums=(0, 1), vmap=False,
+     notes="ragged_dot_general (MoE-style grouped matmul); vmap NYI in JAX")
 
 
 def unique_histogram(x, ints):
@@ -988,6 +1031,20 @@ def random_impls_and_raw(x, raw):
 _add("random_impls_and_raw", random_impls_and_raw,
      (_uniform(87, (4,)), jnp.array([0, 17], jnp.uint32)), grad_argnums=(0,),
      notes="legacy uint32 keys, rbg impl, threefry2x32 primitive, rng_bit_generator")
+
+
+def random_clone_and_rng_uniform(key, x):
+  k = jax.random.clone(key)
+  u = lax.rng_uniform(0.0, 1.0, x.shape)       # stateful XLA RNG: values differ per call
+  n = lax.rng_uniform(jnp.int32(0), jnp.int32(1), (2,))  # always 0
+  # floor(u) == 0 for u in [0, 1): the outputs stay deterministic
+  return x + lax.floor(u) + jax.random.normal(k, x.shape), n
+
+
+_add("random_clone_and_rng_uniform", random_clone_and_rng_uniform,
+     (jax.random.key(11), _uniform(606, (3,))), grad_argnums=(1,),
+     notes="random_clone; lax.rng_uniform (nondeterministic, so its values are "
+           "masked out of the outputs)")
 
 
 # ===========================================================================
@@ -1260,6 +1317,26 @@ def checkpoint_grad_traced(ws, x):
 
 _add("checkpoint_grad_traced", checkpoint_grad_traced, (_ws, _uniform(110, (3, 4))),
      grad_argnums=(0,), notes="jax.grad of remat'ed function traced into the program")
+
+
+def _rnn_loss(w, xs):
+  def step(h, x):
+    return jnp.tanh(h @ w + x), jnp.sum(h)
+  h, ys = lax.scan(step, jnp.zeros(w.shape[0]), xs)
+  return jnp.sum(h) + jnp.sum(ys)
+
+
+def checkpoint_scan_grad(w, xs):
+  g1 = jax.grad(jax.checkpoint(_rnn_loss))(w, xs)
+  g2 = jax.grad(jax.checkpoint(_rnn_loss, policy=jax.checkpoint_policies.dots_saveable),
+                argnums=1)(w, xs)
+  return g1, g2
+
+
+_add("checkpoint_scan_grad", checkpoint_scan_grad,
+     (_uniform(660, (3, 3), -0.5, 0.5), _uniform(661, (4, 3))), grad_argnums=(0, 1),
+     notes="grad of a remat'ed scan: scan partial-eval hoists loop-invariant "
+           "residuals into a closed_call eqn")
 
 
 def named_scopes(x, w):

@@ -241,7 +241,9 @@ def test_load_summary(capsys, files):
 def test_load_fails_check(capsys, files):
   code, out, err = run_cli(capsys, "load", files["illtyped"])
   assert code == 1
-  assert "check_jaxpr" in err and "FAILED" in out
+  # The type error is caught by the decoder or by JAX's check_jaxpr after it.
+  assert "illtyped.jaxpb" in err or "check_jaxpr" in err
+  assert "inconsistently typed" in err or "FAILED" in out
 
 
 # --- check --------------------------------------------------------------------------

@@ -106,14 +106,29 @@ def test_outputs_identical(program):
   assert_same(_run(jaxpr_as_fun(cj2), *args), _run(jaxpr_as_fun(cj), *args), "outputs")
 
 
+# Gradients and vmap are compared as programs first: when the jaxpr of
+# grad/vmap of the decoded program prints exactly like the original's, the two
+# compile to the same code. Numbers are then compared under jax.jit when the
+# texts differ, and always for this sample (XLA compiles dominate test time).
+NUMERIC_SAMPLE = {"mlp_train_step", "transformer_block_fwd", "lstm_scan",
+                  "user_custom_vjp", "library_custom_derivs", "checkpoint_policies",
+                  "fori_loop_dynamic", "nested_while_cond", "random_sampling",
+                  "weak_type_scalars"}
+
+
+def _compare_derived(p, decoded, make, args, what):
+  want_fn, got_fn = make(p), make(decoded)
+  same_text = str(jax.make_jaxpr(got_fn)(*args)) == str(jax.make_jaxpr(want_fn)(*args))
+  if not same_text or p.name in NUMERIC_SAMPLE:
+    assert_same(_run(got_fn, *args), _run(want_fn, *args), what)
+
+
 def test_gradients_identical(program):
   p, cj, cj2, _ = program
   if p.symbolic or p.grad_argnums is None:
     pytest.skip("not differentiable")
   decoded = corpus.Program(p.name, as_function(cj2, p), p.args, p.grad_argnums)
-  want = _run(corpus.grad_fn(p), *p.args)
-  got = _run(corpus.grad_fn(decoded), *p.args)
-  assert_same(got, want, "gradients")
+  _compare_derived(p, decoded, corpus.grad_fn, p.args, "gradients")
 
 
 def test_vmap_identical(program):
@@ -121,9 +136,7 @@ def test_vmap_identical(program):
   if p.symbolic or not p.vmap:
     pytest.skip("not vmappable")
   decoded = corpus.Program(p.name, as_function(cj2, p), p.args)
-  args = corpus.vmap_args(p)
-  assert_same(_run(corpus.vmap_fn(decoded), *args),
-              _run(corpus.vmap_fn(p), *args), "vmap")
+  _compare_derived(p, decoded, corpus.vmap_fn, corpus.vmap_args(p), "vmap")
 
 
 def test_corpus_size():

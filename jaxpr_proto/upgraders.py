@@ -1,0 +1,254 @@
+"""Adapting files written under another JAX release: per-primitive upgraders.
+
+JAX changes its primitives between releases: params are added (often with a
+default that means "as before"), removed, renamed or change type, and
+primitives are renamed. `CHANGES` lists these changes, each with the first
+JAX release that has the new form. A file records the JAX release that wrote
+it (the version of its `jax` namespace, see `versions.jax_version_of`), and
+the decoder adapts each eqn from that release to the running one:
+
+* a file from an *older* JAX is upgraded: added params get their default,
+  renamed params and primitives get their new names, converted params their
+  new type;
+* a file from a *newer* JAX is downgraded where that loses nothing: an added
+  param that holds its default is dropped, a renamed one gets its old name.
+  Where it would change the program (an added param with a non-default
+  value, a primitive this JAX lacks), decoding fails with a `VersionError`
+  naming the primitive, the param and both JAX versions.
+
+A newer JAX may also change things this table does not know yet. Such a
+file still fails clearly: an unknown primitive raises `UnknownPrimitiveError`
+naming the file's JAX, and a param this JAX's primitive does not take is
+found by the type check that decoding runs (JAX's abstract evaluation
+rejects unexpected keyword arguments), and reported as a `VersionError`
+naming the primitive and the param (see `checker`).
+
+Changes are keyed by the primitive's newest name. The table covers the
+releases the project supports (JAX 0.9.x and 0.10.x); tests/test_cross_jax.py
+checks it against both.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from jaxpr_proto import _jax
+from jaxpr_proto.errors import VersionError
+
+Version = tuple[int, ...]
+
+_MISSING = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+  """One change of a primitive in JAX release `since`."""
+  since: Version
+  primitive: str       # the primitive's name as of `since`
+  kind: str            # add_param | remove_param | rename_param | convert_param | rename_primitive
+  param: str = ""      # the param (the old name, for rename_param)
+  new: str = ""        # the new name (rename_param, rename_primitive)
+  # add_param: the value that means "as before" (a callable gets the params);
+  # remove_param: the value to restore when downgrading.
+  default: Any = None
+  up: Callable | None = None    # convert_param/rename_param: old value -> new value
+  down: Callable | None = None  # convert_param/rename_param: new value -> old value
+  note: str = ""
+
+
+def _v(s: str) -> Version:
+  return _jax.parse_version(s)
+
+
+def _scan_linear(params):
+  n = len(params["jaxpr"].in_avals) if "jaxpr" in params else 0
+  return (False,) * n
+
+
+def _mesh_manual(params) -> frozenset:
+  mesh = params.get("mesh")
+  return frozenset(getattr(mesh, "manual_axes", ()) or ())
+
+
+def _newly_manual_up(value, params):
+  return frozenset(value) - _mesh_manual(params)
+
+
+def _newly_manual_down(value, params):
+  return frozenset(value) | _mesh_manual(params)
+
+
+CHANGES: list[Change] = [
+    # --- JAX 0.10.0 ---------------------------------------------------------
+    Change(_v("0.10.0"), "mul", "add_param", "out_dtype", default=None),
+    Change(_v("0.10.0"), "eig", "add_param", "enable_eigvec_derivs", default=False,
+           note="JAX 0.9 never differentiates eigenvectors"),
+    Change(_v("0.10.0"), "tridiagonal_solve", "add_param", "perturb_singular", default=False),
+    Change(_v("0.10.0"), "scan", "remove_param", "linear", default=_scan_linear),
+    Change(_v("0.10.0"), "scan", "remove_param", "_split_transpose", default=False),
+    Change(_v("0.10.0"), "shard_map", "rename_param", "manual_axes", new="newly_manual_axes",
+           up=_newly_manual_up, down=_newly_manual_down),
+    Change(_v("0.10.0"), "ag_start", "rename_primitive", new="all_gather_start"),
+    Change(_v("0.10.0"), "ag_done", "rename_primitive", new="all_gather_done"),
+]
+
+# Allow-listed param types (enums, records) that moved between modules, and
+# so between registered names: old name <-> new name.
+TYPE_RENAMES: dict[str, str] = {
+    "jax::memory.Space": "jax::core.MemorySpace",
+}
+
+
+def type_alias(name: str) -> str | None:
+  """The other registered name of an enum or record type that was renamed."""
+  new = TYPE_RENAMES.get(name)
+  if new is not None:
+    return new
+  for old, new in TYPE_RENAMES.items():
+    if new == name:
+      return old
+  return None
+
+
+def _policy_records() -> dict[str, Callable]:
+  """Remat policies that JAX 0.10 writes as records and JAX 0.9 builds as closures."""
+  p = _jax.checkpoint_policies
+  return {
+      "jax::ad_checkpoint.SaveOnlyTheseNames":
+          lambda f: p.save_only_these_names(*sorted(f["saveable_names"])),
+      "jax::ad_checkpoint.SaveAnyNamesButThese":
+          lambda f: p.save_any_names_but_these(*sorted(f["names"])),
+      "jax::ad_checkpoint.DotsSaveable":
+          lambda f: (p.dots_with_no_batch_dims_saveable if f["only_if_no_batch_dims"]
+                     else p.dots_saveable),
+  }
+
+
+def foreign_record(name: str):
+  """A builder for a record type this JAX lacks but can express otherwise, or None."""
+  if _jax.SaveOnlyTheseNames is None:  # JAX 0.9
+    return _policy_records().get(name)
+  return None
+
+
+# --- the adapter -------------------------------------------------------------
+
+_RENAMED_TO = {c.param: c.new for c in CHANGES if c.kind == "rename_primitive"}
+_RENAMED_FROM = {c.new: c.param for c in CHANGES if c.kind == "rename_primitive"}
+
+
+def _newest_name(name: str) -> str:
+  seen = set()
+  while name in _RENAMED_TO and name not in seen:
+    seen.add(name)
+    name = _RENAMED_TO[name]
+  return name
+
+
+def _same(a, b) -> bool:
+  try:
+    return bool(a == b) and type(a) is type(b)
+  except Exception:
+    return False
+
+
+def _fmt(v: Version) -> str:
+  return ".".join(map(str, v)) or "?"
+
+
+class Upgrader:
+  """Adapts the primitives and params of a file from JAX `file` to JAX `reader`."""
+
+  def __init__(self, file: Version, reader: Version = _jax.JAX_VERSION):
+    self.file, self.reader = file, reader
+    self.newer = file > reader
+    if reader >= file:  # upgrade: changes in (file, reader]
+      changes = [c for c in CHANGES if file < c.since <= reader]
+    else:               # downgrade: changes in (reader, file], newest first
+      changes = [c for c in reversed(CHANGES) if reader < c.since <= file]
+    self.changes = changes
+    self._by_prim: dict[str, list[Change]] = {}
+    for c in changes:
+      if c.kind != "rename_primitive":
+        self._by_prim.setdefault(_newest_name(c.primitive), []).append(c)
+    self._prim_names = {}
+    for c in changes:
+      if c.kind == "rename_primitive":
+        if self.newer:
+          self._prim_names[c.new] = c.param
+        else:
+          self._prim_names[c.param] = c.new
+
+  def __bool__(self) -> bool:
+    return bool(self.changes) or self.newer
+
+  def describe(self) -> str:
+    return f"the file was written by JAX {_fmt(self.file)}, this is JAX {_fmt(self.reader)}"
+
+  def primitive_name(self, name: str) -> str:
+    """The name in this JAX of the file's primitive `name`."""
+    return self._prim_names.get(name, name)
+
+  def params(self, prim_name: str, params: dict, path: str) -> dict:
+    """Adapts the params (decoded, in a fresh dict) of one eqn of `prim_name` (this JAX's name)."""
+    changes = self._by_prim.get(_newest_name(prim_name))
+    if not changes:
+      return params
+    for c in changes:
+      where = f"{path}.params.{c.param}"
+      if not self.newer:
+        self._up(c, params, where)
+      else:
+        self._down(c, prim_name, params, where)
+    return params
+
+  def _up(self, c: Change, params: dict, where: str) -> None:
+    if c.kind == "add_param":
+      if c.param not in params:
+        params[c.param] = c.default(params) if callable(c.default) else c.default
+    elif c.kind == "remove_param":
+      params.pop(c.param, None)
+    elif c.kind == "rename_param":
+      if c.param in params:
+        v = params.pop(c.param)
+        params[c.new] = c.up(v, params) if c.up else v
+    elif c.kind == "convert_param":
+      if c.param in params and c.up is not None:
+        params[c.param] = c.up(params[c.param], params)
+
+  def _down(self, c: Change, prim_name: str, params: dict, where: str) -> None:
+    if c.kind == "add_param":
+      v = params.get(c.param, _MISSING)
+      if v is _MISSING:
+        return
+      default = c.default(params) if callable(c.default) else c.default
+      if not _same(v, default):
+        raise VersionError(
+            f"primitive {prim_name} has param {c.param}={v!r}, which needs JAX >= "
+            f"{_fmt(c.since)} ({self.describe()}); only the default "
+            f"{c.param}={default!r} can be read here", where)
+      del params[c.param]
+    elif c.kind == "remove_param":
+      if c.param not in params:
+        params[c.param] = c.default(params) if callable(c.default) else c.default
+    elif c.kind == "rename_param":
+      if c.new in params:
+        v = params.pop(c.new)
+        params[c.param] = c.down(v, params) if c.down else v
+    elif c.kind == "convert_param":
+      if c.param in params:
+        if c.down is None:
+          raise VersionError(
+              f"primitive {prim_name} param {c.param} has the type of JAX >= "
+              f"{_fmt(c.since)} ({self.describe()})", where)
+        params[c.param] = c.down(params[c.param], params)
+
+
+def for_module(m) -> Upgrader | None:
+  """The Upgrader for a Module, or None when it was written by this JAX's changes."""
+  from jaxpr_proto.versions import jax_version_of
+  file = _jax.parse_version(jax_version_of(m))
+  if not file:
+    return None
+  up = Upgrader(file)
+  return up if up else None
