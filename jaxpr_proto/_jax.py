@@ -200,7 +200,7 @@ def parse_version(v: str) -> tuple[int, ...]:
       if not c.isdigit():
         break
       digits += c
-    if not digits:
+    if not digits or len(digits) > 9:  # not a release number
       break
     out.append(int(digits))
     if digits != part:

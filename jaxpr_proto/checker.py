@@ -337,12 +337,15 @@ class _Structure:
             refs.append((("p", q), k, m.params[q].name))
       self._eqn_refs[i] = refs
     paths = self.paths
-    stack = [(("c", m.root), "")] if 0 <= m.root < self.n["closed_jaxprs"] else []
+    limit = _decoder._MAX_DEPTH  # deeper nodes keep their table paths (a path grows with depth)
+    stack = [(("c", m.root), "", 0)] if 0 <= m.root < self.n["closed_jaxprs"] else []
     while stack:
-      node, path = stack.pop()
+      node, path, depth = stack.pop()
       if node in paths:
         continue
       paths[node] = path
+      if depth > limit:
+        continue
       nxt = []
       if node[0] == "j":
         prefix = f"{path}." if path else ""
@@ -350,12 +353,15 @@ class _Structure:
           for child, sub in self.edges.get(pnode, ()):
             if child[0] in "jc":
               rel = sub.split(")", 1)[1] if ")" in sub else ""
-              nxt.append((child, f"{prefix}eqn[{k}].params.{name}{rel}"))
+              nxt.append((child, f"{prefix}eqn[{k}].params.{name}{rel}", depth + 1))
       else:
         for child, sub in self.edges.get(node, ()):
           if child[0] in "jc":
-            nxt.append((child, sub if node[0] != "c" or sub else path))
+            nxt.append((child, sub if node[0] != "c" or sub else path, depth))
       stack.extend(reversed(nxt))
+    for node in list(paths):
+      if node[0] in "jc" and paths[node].count(".params.") > limit:
+        del paths[node]
 
   def path_of(self, node) -> str:
     p = self.paths.get(node)
@@ -437,11 +443,13 @@ class _Structure:
     color: dict[tuple, int] = {}
     depth: dict[tuple, int] = {}  # the most jaxprs on a path starting here
     limit = _decoder._MAX_DEPTH
-    reported_deep = False
+    names = {"j": "jaxpr", "c": "closed jaxpr", "a": "aval", "p": "param",
+             "x": "context", "r": "rule", "f": "function"}
     for start in list(self.edges):
       if color.get(start, WHITE) != WHITE:
         continue
       stack = [(start, iter(self.edges.get(start, ())))]
+      index = {start: 0}
       color[start] = GREY
       while stack:
         node, it = stack[-1]
@@ -450,23 +458,28 @@ class _Structure:
           c = color.get(child, WHITE)
           if c == WHITE:
             color[child] = GREY
+            index[child] = len(stack)
             stack.append((child, iter(self.edges.get(child, ()))))
             advanced = True
             break
           if c == GREY:
-            what = {"j": "jaxpr", "c": "closed jaxpr", "a": "aval", "p": "param",
-                    "x": "context", "r": "rule", "f": "function"}[child[0]]
-            self.err(self.path_of(child) if child[0] in "jc" else f"{what} {child[1]}",
-                     f"{what} {child[1]} contains itself (a reference cycle)")
+            cycle = [n for n, _ in stack[index[child]:]]
+            at = next((n for n in cycle if n[0] == "j"), cycle[0])
+            via = " -> ".join(f"{names[n[0]]} {n[1]}" for n in cycle + [cycle[0]])
+            where = self.path_of(at) if at[0] in "jc" else f"{names[at[0]]}s[{at[1]}]"
+            self.err(where, f"{names[at[0]]} {at[1]} contains itself ({via})")
         if advanced:
           continue
         stack.pop()
+        del index[node]
         color[node] = BLACK
         d = max((depth.get(ch, 0) for ch, _ in self.edges.get(node, ())), default=0)
         depth[node] = d + (node[0] == "j")
-        if node[0] == "j" and depth[node] > limit and not reported_deep:
-          reported_deep = True
-          self.err(self.path_of(node), f"sub-jaxprs nested deeper than {limit}")
+    for i in range(self.n["closed_jaxprs"]):
+      d = depth.get(("c", i), 0)
+      if d > limit + 1:
+        self.err(self.path_of(("c", i)), f"sub-jaxprs nested {d - 1} deep, deeper than {limit}")
+        break
 
 
 # --- 2. params, and what else decoding builds -------------------------------------

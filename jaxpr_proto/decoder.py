@@ -12,7 +12,7 @@ import numpy as np
 import jax
 
 from jaxpr_proto import _jax, _traceback, custom_rules, param_codecs, pytrees, upgraders, values
-from jaxpr_proto.dtypes import decode_dtype
+from jaxpr_proto.dtypes import decode_dtype, jnp_scalar_type
 from jaxpr_proto.errors import DecodeError, Error, UnknownPrimitiveError
 from jaxpr_proto.registry import REGISTRY
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
@@ -65,7 +65,7 @@ class Decoder:
         jaxpr = self.jaxpr(msg.jaxpr, path)
         if len(msg.consts) != len(jaxpr.constvars):
           raise DecodeError(f"{len(msg.consts)} consts for {len(jaxpr.constvars)} constvars", path)
-        consts = [self.const(c, v.aval, f"{path}.consts[{k}]")
+        consts = [self.const(c, v.aval, f"{path}.consts[{k}]" if path else f"consts[{k}]")
                   for k, (c, v) in enumerate(zip(msg.consts, jaxpr.constvars))]
         cj = _jax.ClosedJaxpr(jaxpr, consts)
       except BaseException:
@@ -475,7 +475,13 @@ def _primitive(dec, msg, path):
 
 
 def _dtype(dec, msg, path):
-  return decode_dtype(msg.dtype, msg.key_impl, path)
+  dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+  if msg.jnp_scalar_type:
+    t = jnp_scalar_type(dtype) if msg.dtype != pb.DTYPE_KEY else None
+    if t is None:
+      raise DecodeError(f"no jax.numpy scalar type for {dtype}", path)
+    return t
+  return dtype
 
 
 _VALUE_DECODERS = {

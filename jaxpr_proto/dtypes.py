@@ -76,3 +76,21 @@ def decode_dtype(num: int, key_impl: str = "", path: str = ""):
 
 def dtype_name(num: int) -> str:
   return pb.Dtype.Name(num)[len("DTYPE_"):].lower() if num in pb.Dtype.values() else str(num)
+
+
+def _jnp_scalar_types():
+  import jax.numpy as jnp
+  out = {}
+  for name in _NAMED:
+    t = getattr(jnp, name, None)
+    if isinstance(t, type) and isinstance(getattr(t, "dtype", None), np.dtype):
+      out[np.dtype(t.dtype)] = t
+  return out
+
+
+_JNP_SCALAR_TYPES = _jnp_scalar_types()
+
+
+def jnp_scalar_type(dtype):
+  """The jax.numpy scalar type (jnp.float32, ...) of a numpy dtype, or None."""
+  return _JNP_SCALAR_TYPES.get(np.dtype(dtype))

@@ -16,6 +16,7 @@ import numpy as np
 
 import jaxpr_proto
 from jaxpr_proto import _jax, _traceback, param_codecs, pytrees, values
+from jaxpr_proto import dtypes
 from jaxpr_proto.dtypes import encode_dtype
 from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.registry import REGISTRY
@@ -203,7 +204,7 @@ class Encoder:
       out.primitive = self.primitive(e.primitive, where)
       out.invars.extend(atom(x, f"{where}.invars[{j}]") for j, x in enumerate(e.invars))
       out.params.extend(param_codecs.encode_params(self, e, where))
-      out.effects.extend(self.effect(eff, ids, f"{where}.effects") for eff in _sorted_effects(e.effects))
+      out.effects.extend(self.effect(eff, ids, f"{where}.effects") for eff in _sorted_effects(e.effects, ids))
       si = e.source_info
       out.traceback = self._intern_traceback(si.traceback)
       out.name_stack = self._intern_name_stack(si.name_stack)
@@ -214,7 +215,7 @@ class Encoder:
         else:
           out.outvars.add(var=define(v, f"{where}.outvars[{j}]"))
     msg.outvars.extend(atom(x, f"{path}.outvars[{k}]") for k, x in enumerate(jaxpr.outvars))
-    msg.effects.extend(self.effect(eff, ids, f"{path}.effects") for eff in _sorted_effects(jaxpr.effects))
+    msg.effects.extend(self.effect(eff, ids, f"{path}.effects") for eff in _sorted_effects(jaxpr.effects, ids))
     if jaxpr.debug_info is not None and self.debug_info:
       msg.debug_info.CopyFrom(self.debug_info_msg(jaxpr.debug_info))
 
@@ -254,7 +255,7 @@ class Encoder:
     if isinstance(a, _jax.AbstractToken):
       return pb.Aval(token=pb.AbstractToken())
     if isinstance(a, _jax.AbstractRef):
-      return pb.Aval(ref=pb._jax.AbstractRef(
+      return pb.Aval(ref=pb.AbstractRef(
           inner=self.aval(a.inner_aval, path), memory_space=self.value(a.memory_space, path),
           kind=self.value(a.kind, path)))
     raise EncodeError(f"unsupported abstract value {a} ({type(a).__qualname__})", path)
@@ -310,8 +311,11 @@ def _short_repr(v):
   return r if len(r) < 80 else r[:77] + "..."
 
 
-def _sorted_effects(effs):
-  return sorted(effs, key=lambda e: (values.effect_name(e)[0] or "", repr(e)))
+def _sorted_effects(effs, ids):
+  def key(e):
+    name, var = values.effect_name(e)
+    return (name or "", ids.get(var, -1) if var is not None else -1, repr(e))
+  return sorted(effs, key=key)
 
 
 def _optional_strings(xs) -> pb.OptionalStrings:
@@ -369,6 +373,14 @@ def _dtype(enc, v, path):
   return pb.Value(dtype=pb.DtypeValue(dtype=d, key_impl=impl))
 
 
+def _jnp_scalar_type(enc, v, path):
+  out = _dtype(enc, v.dtype, path)
+  if dtypes.jnp_scalar_type(v.dtype) is not v:
+    raise EncodeError(f"unsupported scalar type {v!r}", path)
+  out.dtype.jnp_scalar_type = True
+  return out
+
+
 def _enum(enc, v, path):
   name = values.enum_name(type(v))
   if name is None:
@@ -421,6 +433,9 @@ _VALUE_ENCODERS = {
 _FAMILY_ENCODERS = [
     (lambda v: isinstance(v, np.dtype) or _jax.is_key_dtype(v), _dtype),
     (lambda v: isinstance(v, type) and issubclass(v, np.generic), lambda enc, v, path: _dtype(enc, np.dtype(v), path)),
+    # jnp.float32 and friends: scalar types that stand for their dtype.
+    (lambda v: isinstance(v, type) and isinstance(getattr(v, "dtype", None), np.dtype),
+     lambda enc, v, path: _jnp_scalar_type(enc, v, path)),
     (lambda v: isinstance(v, np.generic), _array(_K.ARRAY_KIND_NUMPY_SCALAR)),
     (lambda v: isinstance(v, jax.Array), _array(_K.ARRAY_KIND_JAX)),
     (lambda v: isinstance(v, _jax.Primitive), lambda enc, v, path: pb.Value(primitive=pb.PrimitiveRef(index=enc.primitive(v, path)))),

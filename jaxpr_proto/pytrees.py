@@ -176,6 +176,10 @@ KNOWN_LIBRARY_MODULES = (
     ("equinox", "equinox::"),
     ("equinox.nn", "equinox::nn."),
 )
+# Sentinel objects these libraries put in pytree aux data, encoded by name.
+KNOWN_LIBRARY_SINGLETONS = (
+    ("equinox._module._flatten", "MISSING", "equinox::MISSING"),
+)
 _scanned: set[str] = set()
 
 
@@ -192,6 +196,13 @@ def preregister_known_libraries() -> None:
   already imported (never imports them), named e.g. "optax::ScaleByAdamState",
   "flax::core.FrozenDict", "equinox::nn.Linear"."""
   import sys
+  from jaxpr_proto import values
+  for mod_name, attr, name in KNOWN_LIBRARY_SINGLETONS:
+    mod = sys.modules.get(mod_name)
+    obj = getattr(mod, attr, None) if mod is not None else None
+    if obj is not None and name not in values.SINGLETONS:
+      values.SINGLETONS[name] = obj
+      values._SINGLETON_NAMES[id(obj)] = name
   nodes = _jax_node_types()
   for mod_name, prefix in KNOWN_LIBRARY_MODULES:
     if mod_name in _scanned:

