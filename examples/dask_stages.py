@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     client = Client(args.scheduler)
   else:
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                           processes=True, dashboard_address=None)
+                           processes=True, dashboard_address=":0")
     client = Client(cluster)
   try:
     workers = sorted(client.scheduler_info()["workers"])

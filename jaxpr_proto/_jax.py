@@ -378,3 +378,11 @@ EFFECT_SINGLETONS = {
 INPUT_EFFECTS = {"jax::ref_read": state_types.ReadEffect,
                  "jax::ref_write": state_types.WriteEffect,
                  "jax::ref_accum": state_types.AccumEffect}
+
+
+if "platform" not in getattr(mesh_lib.AbstractDevice, "__dataclass_fields__", {"platform": None}):
+  # JAX 0.9: an AbstractDevice has no platform.
+  _AbstractDevice0 = mesh_lib.AbstractDevice
+
+  def AbstractDevice(device_kind, num_cores=None, platform=None):  # noqa: F811
+    return _AbstractDevice0(device_kind, num_cores)

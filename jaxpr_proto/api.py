@@ -56,8 +56,19 @@ def save(closed_jaxpr, path, *, debug_info: bool = True) -> None:
 
 
 def write_atomic(path, data: bytes) -> None:
+  """Writes `data` to `path` so that readers see the old file or the new one,
+  never a part: the data goes to a temp file in the same folder, is fsync'ed,
+  and the temp file is renamed over `path`. On Linux the temp file is first
+  unnamed (O_TMPFILE) and gets its temp name only once complete, so that a
+  writer killed mid-save leaves no partial file behind."""
   path = os.fspath(path)
   folder = os.path.dirname(os.path.abspath(path))
+  if not _write_unnamed(path, folder, data):
+    _write_named(path, folder, data)
+  _fsync_folder(folder)
+
+
+def _write_named(path, folder, data) -> None:
   fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".jaxpb", dir=folder)
   try:
     with os.fdopen(fd, "wb") as f:
@@ -71,7 +82,58 @@ def write_atomic(path, data: bytes) -> None:
     except FileNotFoundError:
       pass
     raise
-  try:  # make the rename itself durable
+
+
+def _write_unnamed(path, folder, data) -> bool:
+  """The O_TMPFILE way; False where the OS or file system lacks it."""
+  flag = getattr(os, "O_TMPFILE", None)
+  if flag is None or not os.path.isdir("/proc/self/fd"):
+    return False
+  try:
+    fd = os.open(folder, flag | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o666)
+  except OSError:  # EOPNOTSUPP, EISDIR, EINVAL: not on this file system
+    return False
+  try:
+    view = memoryview(data)
+    while view:
+      view = view[os.write(fd, view):]
+    os.fsync(fd)
+    tmp = os.path.join(folder, f".tmp-{os.urandom(8).hex()}.jaxpb")
+    if not _link_unnamed(fd, tmp):
+      return False  # write a named temp file instead
+    try:
+      os.replace(tmp, path)
+    except BaseException:
+      try:
+        os.unlink(tmp)
+      except FileNotFoundError:
+        pass
+      raise
+  finally:
+    os.close(fd)
+  return True
+
+
+def _link_unnamed(fd: int, name: str) -> bool:
+  """Gives the O_TMPFILE file `fd` a name: linkat(2) of /proc/self/fd/N, else
+  linkat(fd, "", AT_EMPTY_PATH) (which /proc links crossing mounts need)."""
+  try:
+    os.link(f"/proc/self/fd/{fd}", name, follow_symlinks=True)
+    return True
+  except OSError:
+    pass
+  try:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, at_empty_path = -100, 0x1000
+    return libc.linkat(fd, b"", at_fdcwd, os.fsencode(name), at_empty_path) == 0
+  except (OSError, AttributeError):
+    return False
+
+
+def _fsync_folder(folder) -> None:
+  """Makes the rename itself durable."""
+  try:
     dfd = os.open(folder, os.O_RDONLY)
     try:
       os.fsync(dfd)

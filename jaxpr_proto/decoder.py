@@ -51,7 +51,7 @@ class Decoder:
   # --- tables -------------------------------------------------------------
   def _entry(self, table, i, name, path):
     if not 0 <= i < len(table):
-      raise DecodeError(f"{name} index {i} is out of range (table has {len(table)})", path)
+      raise DecodeError(f"{name} index {i} is out of range (table has {len(table)})", path or "root")
     return table[i]
 
   def closed_jaxpr(self, i: int, path: str):
@@ -64,7 +64,8 @@ class Decoder:
       try:
         jaxpr = self.jaxpr(msg.jaxpr, path)
         if len(msg.consts) != len(jaxpr.constvars):
-          raise DecodeError(f"{len(msg.consts)} consts for {len(jaxpr.constvars)} constvars", path)
+          raise DecodeError(f"{len(msg.consts)} consts for {len(jaxpr.constvars)} constvars",
+                            f"{path}.consts" if path else "consts")
         consts = [self.const(c, v.aval, f"{path}.consts[{k}]" if path else f"consts[{k}]")
                   for k, (c, v) in enumerate(zip(msg.consts, jaxpr.constvars))]
         cj = _jax.ClosedJaxpr(jaxpr, consts)

@@ -109,7 +109,7 @@ def split(closed_jaxpr, num_stages: int | None = None, *,
   ranges = [range(a, b) for a, b in zip(bounds, bounds[1:])]
 
   consts = dict(zip(jaxpr.constvars, closed_jaxpr.consts))
-  # Where each variable is defined (-1: program input or const) and last used.
+  # The stage that defines each variable (-1: a program input).
   stage_of = {v: -1 for v in jaxpr.invars}
   for s, r in enumerate(ranges):
     for e in jaxpr.eqns[r.start:r.stop]:

@@ -84,6 +84,7 @@ CHANGES: list[Change] = [
     Change(_v("0.10.0"), "eig", "add_param", "enable_eigvec_derivs", default=False,
            note="JAX 0.9 never differentiates eigenvectors"),
     Change(_v("0.10.0"), "tridiagonal_solve", "add_param", "perturb_singular", default=False),
+    Change(_v("0.10.0"), "ragged_dot_general", "add_param", "out_sharding", default=None),
     Change(_v("0.10.0"), "scan", "remove_param", "linear", default=_scan_linear),
     Change(_v("0.10.0"), "scan", "remove_param", "_split_transpose", default=False),
     Change(_v("0.10.0"), "shard_map", "rename_param", "manual_axes", new="newly_manual_axes",
@@ -133,8 +134,21 @@ def foreign_record(name: str):
 
 # --- the adapter -------------------------------------------------------------
 
-_RENAMED_TO = {c.param: c.new for c in CHANGES if c.kind == "rename_primitive"}
-_RENAMED_FROM = {c.new: c.param for c in CHANGES if c.kind == "rename_primitive"}
+_KNOWN: dict[str, dict] = {}
+
+
+def _known_params(version: Version) -> dict[str, frozenset]:
+  """{primitive: param names} of a JAX minor (tools/param_names.py), or {}
+  for a JAX minor without a table."""
+  minor = ".".join(map(str, version[:2]))
+  known = _KNOWN.get(minor)
+  if known is None:
+    from jaxpr_proto._param_names import PARAM_NAMES
+    known = _KNOWN[minor] = {k: frozenset(v) for k, v in PARAM_NAMES.get(minor, {}).items()}
+  return known
+
+
+_RENAMED_TO = {c.primitive: c.new for c in CHANGES if c.kind == "rename_primitive"}
 
 
 def _newest_name(name: str) -> str:
@@ -175,9 +189,9 @@ class Upgrader:
     for c in changes:
       if c.kind == "rename_primitive":
         if self.newer:
-          self._prim_names[c.new] = c.param
+          self._prim_names[c.new] = c.primitive
         else:
-          self._prim_names[c.param] = c.new
+          self._prim_names[c.primitive] = c.new
 
   def __bool__(self) -> bool:
     return bool(self.changes) or self.newer
@@ -190,16 +204,22 @@ class Upgrader:
     return self._prim_names.get(name, name)
 
   def params(self, prim_name: str, params: dict, path: str) -> dict:
-    """Adapts the params (decoded, in a fresh dict) of one eqn of `prim_name` (this JAX's name)."""
-    changes = self._by_prim.get(_newest_name(prim_name))
-    if not changes:
-      return params
-    for c in changes:
+    """Adapts the params (decoded, in a fresh dict) of one eqn of `prim_name`
+    (this JAX's name), then refuses a param this JAX's primitive does not take."""
+    for c in self._by_prim.get(_newest_name(prim_name), ()):
       where = f"{path}.params.{c.param}"
       if not self.newer:
         self._up(c, params, where)
       else:
         self._down(c, prim_name, params, where)
+    known = _known_params(self.reader).get(prim_name)
+    if known is not None:
+      for name in params:
+        if name not in known:
+          raise VersionError(
+              f"primitive {prim_name} has param {name!r}, which the {prim_name} of "
+              f"JAX {_fmt(self.reader)} does not take ({self.describe()}"
+              f"{'' if self.newer else '; no upgrader knows it'})", f"{path}.params.{name}")
     return params
 
   def _up(self, c: Change, params: dict, where: str) -> None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -295,6 +295,7 @@ def lax_int_bitwise(i, u8, u32):
       lax.convert_element_type(i, jnp.int16) * jnp.int16(3),
       lax.convert_element_type(i, jnp.int8) + jnp.int8(1),
       lax.convert_element_type(u8, jnp.uint16) << jnp.uint16(4),
+      lax.mulhi(i, jnp.int32(123456789)), lax.mulhi(u32, u32),
   )
 
 
@@ -447,6 +448,7 @@ def half_precision_math(x, y):
   w = y * jnp.bfloat16(2) - jnp.tanh(y)
   return (z, w, jnp.exp(x), jnp.sum(w), jnp.dot(x, x),
           lax.dot_general(y, y, (((0,), (0,)), ((), ())), preferred_element_type=jnp.float32),
+          # a python bool output -> a literal outvar in the jaxpr
           jnp.promote_types(jnp.float16, jnp.bfloat16) == jnp.float32)
 
 
@@ -938,6 +940,22 @@ _add("linalg_cpu_only", linalg_cpu_only,
            "(LAPACK); no grads for eig eigenvectors/schur")
 
 
+def linalg_extra(a, w, c):
+  r = jnp.linalg.cholesky(a).T                      # upper factor
+  ru = lax.linalg.cholesky_update(r, w)             # rank-1 update
+  sp = lax.linalg.symmetric_product(c, a, alpha=0.5, beta=2.0)   # 0.5 c c^T + 2 a
+  # apply Q^T of the Householder reflectors stored below the diagonal of `a`
+  oq = lax.linalg.ormqr(a, jnp.array([1.1, 1.2, 0.0]), c, left=True, transpose=True)
+  qp, rp, piv = jsp.linalg.qr(a, pivoting=True)
+  return ru, sp, oq, jnp.abs(qp), jnp.abs(rp), piv
+
+
+_add("linalg_extra", linalg_extra,
+     (_spd(84, 3), _uniform(85, (3,)), _uniform(86, (3, 2))), grad_argnums=None,
+     vmap=False, notes="cholesky_update / symmetric_product / ormqr (no JVP; "
+                       "cholesky_update has no batching rule); pivoted qr")
+
+
 def tridiagonal_solve_grad(d, b):
   dl = jnp.concatenate([jnp.zeros(1), 0.3 * jnp.ones(4)])
   du = jnp.concatenate([0.2 * jnp.ones(4), jnp.zeros(1)])
@@ -1004,7 +1022,7 @@ def random_gamma_family(key, a):
   k1, k2 = jax.random.split(key)
   # (beta / dirichlet / loggamma are wrappers around the same random_gamma
   # primitive and very slow to compile on CPU, so only gamma is used)
-  return jax.random.gamma(k1, a), jax.random.gamma(k2, 2.0, (3,), jnp.bfloat16)
+  return jax.random.gamma(k1, a), jax.random.normal(k2, (3,), jnp.bfloat16)
 
 
 _add("random_gamma_family", random_gamma_family,
@@ -1528,6 +1546,19 @@ def custom_linear_solve_ops(a, b):
 _add("custom_linear_solve_ops", custom_linear_solve_ops,
      (_spd(120, 4), _uniform(121, (4,))), grad_argnums=(0, 1),
      notes="custom_linear_solve (explicit and via jax.scipy.sparse.linalg cg/bicgstab/gmres)")
+
+
+def linear_call_prog(t, x):
+  # linear_call(fun, fun_transpose, residual_args, linear_args)
+  y = jax.custom_derivatives.linear_call(
+      lambda r, v: r * v + jnp.roll(v, 1), lambda r, ct: r * ct + jnp.roll(ct, -1), x, t)
+  return y
+
+
+_add("linear_call_prog", linear_call_prog, (_uniform(700, (3,)), _uniform(701, (3,), 1.0, 2.0)),
+     grad_argnums=(0,), vmap=False,
+     notes="custom_derivatives.linear_call (callee + transpose jaxprs); differentiable "
+           "only w.r.t. the linear args, no batching rule")
 
 
 def custom_root_sqrt(x):
@@ -2129,10 +2160,21 @@ _add("tokens_and_barrier", tokens_and_barrier, (_uniform(905, (3,)),), vmap=Fals
      notes="create_token / after_all: token-typed values in the jaxpr")
 
 
+def debug_check_prog(x):
+  from jax.experimental import checkify
+  checkify.debug_check(jnp.all(jnp.isfinite(x)), "x has non-finite entries: {}", x[0])
+  checkify.debug_check(jnp.sum(x) > -100.0, "sum too small")
+  return jnp.sin(x) * 2
+
+
+_add("debug_check_prog", debug_check_prog, (_uniform(702, (4,)),),
+     notes="checkify.debug_check -> 'check' eqns (effectful, error-tree params)")
+
+
 def integer_programs(i, j):
   k = (i * 7 + j) % 5
   return (k, jnp.cumsum(i), jnp.argsort(j), jnp.bincount(k, length=5),
-          jnp.where(i > j, i, j), jnp.maximum.reduce(i) if hasattr(jnp.maximum, "reduce") else i,
+          jnp.where(i > j, i, j), jnp.maximum.reduce(i),
           jnp.right_shift(i, 1), jnp.left_shift(j, 2), jnp.floor_divide(i, 3),
           i.astype(jnp.uint16) * jnp.uint16(3), jnp.abs(i - j), jnp.sort(i)[::-1],
           i.at[j % 8].apply(lambda v: v * 2 + 1))  # scatter with a custom update_jaxpr

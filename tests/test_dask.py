@@ -15,6 +15,9 @@ import jaxpr_proto as jp
 
 distributed = pytest.importorskip("distributed")
 
+# One cluster for the module, under `--dist loadgroup` (pytest-xdist).
+pytestmark = pytest.mark.xdist_group("dask")
+
 # The workers import this module's helpers by name (Dask pickles them by
 # reference; the worker processes share this process's sys.path). The models'
 # jaxprs and Functions travel as .jaxpb bytes.
@@ -135,7 +138,7 @@ def compile_count(dask_worker):
 def client():
   from distributed import Client, LocalCluster
   cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                         dashboard_address=None, silence_logs=40)
+                         dashboard_address=":0", silence_logs=40)
   c = Client(cluster)
   try:
     yield c

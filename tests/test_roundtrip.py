@@ -57,6 +57,9 @@ def as_function(cj, p):
 UNSUPPORTED: dict[str, str] = {
     "custom_vmap_prog": "custom_vmap's batching rule is a Python callable of "
                         "the batch size, known only at vmap time",
+    "linear_call_prog": "linear_call's transpose_thunk is a Python callable",
+    "debug_check_prog": "checkify's err_tree holds checkify.Error pytree nodes "
+                        "with Python callables",
 }
 
 PROGRAMS = [p for p in corpus.PROGRAMS if p.name not in UNSUPPORTED]

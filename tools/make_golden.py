@@ -2,6 +2,8 @@
 
     python tools/make_golden.py                       # tests/golden/v<major>.<minor>/
     python tools/make_golden.py --out DIR [--programs a,b,c] [--no-debug-info]
+    python tools/make_golden.py --future              # tests/golden/future/
+    python tools/make_golden.py --verify DIR [--json OUT] [--programs a,b] [--no-run]
 
 For each program of tests/corpus.py that this JAX can trace and this
 jaxpr_proto can write, DIR gets
@@ -175,6 +177,125 @@ def write_corpus(out: pathlib.Path, names=None, debug_info=True, log=print):
   return manifest
 
 
+# --- reading back: decode, check, run, compare ---------------------------------
+
+def compare(got, want, descs, rtol=1e-4, atol=1e-5) -> str | None:
+  """None if the outputs match the recorded ones, else what differs."""
+  if len(got) != len(descs):
+    return f"{len(got)} outputs, recorded {len(descs)}"
+  for i, (g, w, d) in enumerate(zip(got, want, descs)):
+    if d["kind"] == "token":
+      continue
+    if d["kind"] == "float0":
+      if list(np.shape(g)) != d["shape"]:
+        return f"output {i}: float0 shape {np.shape(g)}, recorded {d['shape']}"
+      continue
+    if d["kind"] == "key":
+      g = np.asarray(jax.random.key_data(g))
+      if g.shape != w.shape or not np.array_equal(g, w):
+        return f"output {i}: key data differs"
+      continue
+    g = np.asarray(g)
+    w = _as_dtype(w, d)
+    if list(g.shape) != d["shape"] or g.dtype.name != d["dtype"]:
+      return f"output {i}: {g.dtype.name}{list(g.shape)}, recorded {d['dtype']}{d['shape']}"
+    if _is_numpy_dtype(g.dtype) and g.dtype.kind in "fc":
+      if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+        err = np.nanmax(np.abs(g.astype(np.complex128) - w.astype(np.complex128)))
+        return f"output {i}: differs by up to {err:.3g}"
+    elif not _is_numpy_dtype(g.dtype):  # ml_dtypes floats: compare as float32
+      gf, wf = g.astype(np.float32), w.astype(np.float32)
+      if not np.allclose(gf, wf, rtol=1e-2, atol=1e-2, equal_nan=True):
+        return f"output {i}: differs"
+    elif not np.array_equal(g, w):
+      return f"output {i}: differs at {int(np.argmax(g.reshape(-1) != w.reshape(-1)))}"
+  return None
+
+
+def verify_dir(d: pathlib.Path, names=None, run=True) -> dict:
+  """Loads, checks and (with `run`) runs every program of a golden directory;
+  returns {name: "ok" or the problem}, plus "_meta"."""
+  manifest = json.loads((d / "MANIFEST.json").read_text())
+  results = {}
+  for name, entry in sorted(manifest["programs"].items()):
+    if names is not None and name not in names:
+      continue
+    results[name] = _verify_one(d, name, entry, run)
+  results["_meta"] = {"jax_version": jax.__version__, "written_by": manifest["jax_version"]}
+  return results
+
+
+def _verify_one(d, name, entry, run) -> str:
+  data = (d / f"{name}.jaxpb").read_bytes()
+  if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+    return "file changed (sha256 differs from MANIFEST.json)"
+  try:
+    cj = jp.loads(data)
+  except Exception as e:
+    return f"load: {type(e).__name__}: {e}"[:500]
+  try:
+    report = jp.check(data)
+  except Exception as e:
+    return f"check raised {type(e).__name__}: {e}"[:500]
+  if not report.ok:
+    return f"check: {report.format()}"[:1000]
+  if not run or entry["symbolic"]:
+    return "ok"
+  try:
+    ins, want = load_npz(d / f"{name}.npz", entry)
+    got = eval_closed_jaxpr(cj, ins)
+  except Exception as e:
+    return f"run: {type(e).__name__}: {e}"[:500]
+  problem = compare(got, want, entry["outputs"])
+  return "ok" if problem is None else f"outputs: {problem}"
+
+
+# --- files of future versions ----------------------------------------------------
+
+def write_future(out: pathlib.Path) -> None:
+  """Files that a reader of this version must refuse, or accept, clearly:
+
+  * v2.0_future_major.jaxpb: format 2.0 (with fields v1 does not know);
+  * v1.99_future_minor.jaxpb: format 1.99 with an unknown field: loads;
+  * v1.0_future_feature.jaxpb: needs the feature "future_feature";
+  * jax_future_param.jaxpb: written by "JAX 0.99.0", whose `sin` has a param
+    this JAX lacks."""
+  from jaxpr_proto.v1 import jaxpr_pb2 as pb
+  out.mkdir(parents=True, exist_ok=True)
+  cj = jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(np.float32(1.5))
+  base = jp.encode(cj, debug_info=False)
+  # An unknown field (number 1000, a string): what a later schema could add.
+  payload = b"from the future"
+  unknown = b"\xc2\x3e" + bytes([len(payload)]) + payload
+
+  def write(name, m, extra=b""):
+    jp.api.write_atomic(out / name, m.SerializeToString(deterministic=True) + extra)
+
+  m = pb.Module()
+  m.CopyFrom(base)
+  m.format_version.major, m.format_version.minor = 2, 0
+  write("v2.0_future_major.jaxpb", m, unknown)
+  m = pb.Module()
+  m.CopyFrom(base)
+  m.format_version.minor = 99
+  write("v1.99_future_minor.jaxpb", m, unknown)
+  m = pb.Module()
+  m.CopyFrom(base)
+  m.required_features.append("future_feature")
+  write("v1.0_future_feature.jaxpb", m)
+  m = pb.Module()
+  m.CopyFrom(base)
+  for ns in m.namespaces:
+    ns.version = "0.99.0"
+  m.producer.jax_version = "0.99.0"
+  sin = next(k for k, p in enumerate(m.primitives) if p.name == "sin")
+  m.params.add(name="approximation", value=pb.Value(str="fast"))
+  for e in m.jaxprs[m.closed_jaxprs[m.root].jaxpr].eqns:
+    if e.primitive == sin:
+      e.params.append(len(m.params) - 1)
+  write("jax_future_param.jaxpb", m)
+
+
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--out", type=pathlib.Path,
@@ -182,8 +303,24 @@ def main(argv=None):
   ap.add_argument("--programs", default=None, help="comma-separated program names")
   ap.add_argument("--no-debug-info", action="store_true")
   ap.add_argument("--quiet", action="store_true")
+  ap.add_argument("--future", action="store_true", help="write tests/golden/future/")
+  ap.add_argument("--verify", type=pathlib.Path, default=None, help="read back a golden directory")
+  ap.add_argument("--json", type=pathlib.Path, default=None, help="--verify: write the results here")
+  ap.add_argument("--no-run", action="store_true", help="--verify: only load and check")
   args = ap.parse_args(argv)
   names = set(args.programs.split(",")) if args.programs else None
+  if args.future:
+    write_future(ROOT / "tests" / "golden" / "future")
+    return 0
+  if args.verify is not None:
+    results = verify_dir(args.verify, names, run=not args.no_run)
+    if args.json:
+      args.json.write_text(json.dumps(results, indent=1, sort_keys=True))
+    bad = {k: v for k, v in results.items() if k != "_meta" and v != "ok"}
+    print(f"{len(results) - 1 - len(bad)} ok, {len(bad)} failed", file=sys.stderr)
+    for k, v in bad.items():
+      print(f"  {k}: {v}", file=sys.stderr)
+    return 1 if bad else 0
   m = write_corpus(args.out, names, debug_info=not args.no_debug_info,
                    log=(lambda *a: None) if args.quiet else print)
   print(f"wrote {len(m['programs'])} programs to {args.out}; skipped {len(m['skipped'])}",

@@ -1,0 +1,508 @@
+"""Decoding untrusted .jaxpb files: what decoding never does.
+
+Decoding never executes code or imports anything, never crashes the
+interpreter (segfault, RecursionError, MemoryError), never hangs, and keeps
+its memory bounded by a small multiple of the file's size. A malformed file
+raises `jp.DecodeError` (or a subclass) and nothing else, with the path of
+the bad part. Each case below is one of the malformed files the issue lists;
+tests/test_fuzz.py covers random ones.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+
+import jaxpr_proto as jp
+from jaxpr_proto import decoder
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+
+def _program(x, y):
+  z = jax.lax.cond(x.sum() > 0, lambda a: a * 2.0, lambda a: a - 1.0, x)
+  return jnp.sin(z) + y * np.arange(3, dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def base() -> pb.Module:
+  return jp.encode(jax.make_jaxpr(_program)(np.ones(3, np.float32), 2.0))
+
+
+def _copy(m: pb.Module) -> pb.Module:
+  out = pb.Module()
+  out.CopyFrom(m)
+  return out
+
+
+def _root(m):
+  return m.jaxprs[m.closed_jaxprs[m.root].jaxpr]
+
+
+def _eqn_of(m, jaxpr, prim_name):
+  for e in jaxpr.eqns:
+    if m.primitives[e.primitive].name == prim_name:
+      return e
+  raise AssertionError(f"no {prim_name} eqn")
+
+
+def _fails(data, *, match=None, path=None, cls=jp.DecodeError, max_s=5.0, max_bytes=None):
+  """Loads `data` (bytes or Module): it must raise `cls`; returns the error."""
+  if isinstance(data, pb.Module):
+    data = data.SerializeToString()
+  mods = set(sys.modules)
+  tracemalloc.start()
+  t = time.perf_counter()
+  try:
+    with pytest.raises(cls) as info:
+      jp.loads(data)
+  finally:
+    elapsed = time.perf_counter() - t
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+  e = info.value
+  assert type(e).__module__ == "jaxpr_proto.errors", type(e)
+  if match is not None:
+    assert match in e.message, e
+  if path is not None:
+    assert e.path == path, e
+  assert elapsed < max_s, f"took {elapsed:.1f}s"
+  limit = max_bytes if max_bytes is not None else 4_000_000 + 200 * len(data)
+  assert peak < limit, f"peak memory {peak} bytes for a {len(data)}-byte file"
+  assert set(sys.modules) == mods, f"decoding imported {set(sys.modules) - mods}"
+  report = jp.check(data)  # the checker agrees, and raises nothing
+  assert not report.ok, report
+  return e
+
+
+def test_base_program_loads(base):
+  cj = jp.loads(base.SerializeToString())
+  assert jp.check(base).ok
+  x = np.ones(3, np.float32)
+  np.testing.assert_allclose(jax.extend.core.jaxpr_as_fun(cj)(x, 2.0)[0], _program(x, 2.0))
+
+
+# --- no code, no imports ------------------------------------------------------------
+
+@pytest.mark.parametrize("field,value", [
+    ("enum", pb.EnumValue(type="os.system", member="x")),
+    ("record", pb.Record(type="subprocess.Popen", fields=[pb.RecordField(name="args", value=pb.Value(str="true"))])),
+    ("extension", pb.Extension(codec="builtins.eval", fields=[pb.RecordField(name="name", value=pb.Value(str="1"))])),
+    ("singleton", "builtins.exec"),
+])
+def test_names_from_the_file_are_never_imported_or_called(base, field, value):
+  m = _copy(base)
+  p = next(p for p in m.params if p.value.WhichOneof("kind") == "tuple")
+  if isinstance(value, str):
+    setattr(p.value, field, value)
+  else:
+    getattr(p.value, field).CopyFrom(value)
+  assert "subprocess" not in sys.modules or True  # (the check is that nothing new is imported)
+  _fails(m, match="")
+
+
+def test_pytree_type_names_are_never_imported(base):
+  m = _copy(base)
+  p = next(p for p in m.params if p.value.WhichOneof("kind") == "tuple")
+  node = p.value.treedef.root
+  node.kind = pb.TREE_NODE_KIND_CUSTOM
+  node.type = "collections.OrderedDict"
+  _fails(m, match="is not registered")
+
+
+def test_unknown_primitive_is_not_looked_up_in_modules(base):
+  m = _copy(base)
+  m.primitives[0].namespace, m.primitives[0].name = "os", "system"
+  e = _fails(m, cls=jp.UnknownPrimitiveError)
+  assert "os::system" in e.message and e.path
+
+
+# --- size and depth ---------------------------------------------------------------------
+
+def test_huge_shape_without_bytes_fails_fast_without_allocating(base):
+  m = _copy(base)
+  arr = m.closed_jaxprs[m.root].consts[0].array
+  del arr.shape[:]
+  arr.shape.extend([1 << 20, 1 << 20])  # 2**40 elements
+  arr.data = b"\0" * 8
+  e = _fails(m, match="expected 4398046511104", path="consts[0]", max_s=1.0, max_bytes=1_000_000)
+
+
+@pytest.mark.parametrize("dtype", [pb.DTYPE_FLOAT0, pb.DTYPE_INT4, pb.DTYPE_BOOL])
+def test_huge_shapes_of_other_kinds_fail_fast(base, dtype):
+  m = _copy(base)
+  arr = m.closed_jaxprs[m.root].consts[0].array
+  arr.dtype = dtype
+  del arr.shape[:]
+  arr.shape.extend([1 << 20, 1 << 20])
+  arr.data = b""
+  _fails(m, max_s=1.0, max_bytes=1_000_000)
+
+
+def test_huge_dims_overflowing_int64_products(base):
+  m = _copy(base)
+  arr = m.closed_jaxprs[m.root].consts[0].array
+  del arr.shape[:]
+  arr.shape.extend([2**62, 2**62, 0])
+  arr.data = b""
+  _fails(m, match="too large", max_s=1.0)
+
+
+def test_huge_aval_shape_is_only_a_type(base):
+  # An aval may declare any size: it is a type, nothing is allocated for it.
+  m = _copy(base)
+  sa = m.avals[_root(m).invars[0].aval].shaped_array
+  sa.shape[0].constant = 2**40
+  _fails(m, match="float32[1099511627776]", max_s=2.0, max_bytes=2_000_000)
+
+
+def _deep_module(n: int) -> pb.Module:
+  """jaxprs[i] holds a closed_call eqn whose call_jaxpr is closed_jaxprs[i+1]."""
+  m = pb.Module(format_version=pb.FormatVersion(major=1))
+  m.primitives.add(namespace="jax", name="closed_call")
+  m.namespaces.add(namespace="jax", version=jax.__version__)
+  m.tracebacks.add(), m.name_stacks.add(), m.contexts.add()
+  for i in range(n):
+    m.closed_jaxprs.add(jaxpr=i)
+    j = m.jaxprs.add()
+    if i + 1 < n:
+      m.params.add(name="call_jaxpr", value=pb.Value(closed_jaxpr=i + 1))
+      j.eqns.add(primitive=0, params=[i])
+  return m
+
+
+def test_sub_jaxprs_nested_100k_deep():
+  m = _deep_module(100_000)
+  e = _fails(m, match=f"nested deeper than {decoder._MAX_DEPTH}", max_s=10.0)
+  assert e.path.startswith("eqn[0].params.call_jaxpr.eqn[0]")
+
+
+def test_checker_reports_deep_nesting():
+  r = jp.check(_deep_module(5_000))
+  assert [msg for _, msg in r.errors] == [f"sub-jaxprs nested 4999 deep, deeper than {decoder._MAX_DEPTH}"]
+
+
+def test_nesting_within_the_limit_loads():
+  cj = jp.loads(_deep_module(decoder._MAX_DEPTH).SerializeToString())
+  assert jp.check(_deep_module(decoder._MAX_DEPTH)).ok
+  assert len(cj.jaxpr.eqns) == 1
+
+
+def test_sub_jaxpr_that_refers_to_itself(base):
+  m = _copy(base)
+  p = next(p for p in m.params if p.name == "branches")
+  p.value.tuple.items[0].closed_jaxpr = m.root
+  _fails(m, match="refers to itself", path="eqn[3].params.branches[0]")
+  errors = jp.check(m).errors
+  assert any("contains itself" in msg for _, msg in errors), errors
+
+
+def test_aval_that_refers_to_itself(base):
+  m = _copy(base)
+  ref = m.avals.add().ref
+  ref.inner = len(m.avals) - 1
+  ref.memory_space.none.SetInParent()
+  ref.kind.none.SetInParent()
+  _root(m).invars[0].aval = len(m.avals) - 1
+  _fails(m, match="refers to itself")
+
+
+def _deep_value(n: int) -> pb.Value:
+  v = pb.Value()
+  x = v
+  for _ in range(n):
+    x = x.tuple.items.add()
+  x.int = 1
+  return v
+
+
+def _deep_tree(n: int) -> pb.Value:
+  v = pb.Value()
+  node = v.treedef.root
+  for _ in range(n):
+    node.kind = pb.TREE_NODE_KIND_TUPLE
+    node = node.children.add()
+  return v
+
+
+@pytest.mark.parametrize("make", [_deep_value, _deep_tree], ids=["value", "pytree"])
+def test_deeply_nested_messages(base, make):
+  m = _copy(base)
+  p = next(p for p in m.params if p.name == "axes")
+  p.value.CopyFrom(make(3000))
+  data = m.SerializeToString()
+  e = _fails(data, match="not a valid .jaxpb file")  # protobuf's own depth limit
+  assert "MaxDepth" in e.message or "depth" in e.message.lower()
+  # A message built in memory has no such limit: the decoder's own limits hold.
+  with pytest.raises(jp.DecodeError, match="nested too deeply"):
+    jp.decode(m)
+  assert not jp.check(m).ok
+
+
+# --- references ----------------------------------------------------------------------
+
+def _set_root(m, f):
+  f(_root(m))
+  return m
+
+
+@pytest.mark.parametrize("edit,match,path", [
+    (lambda m: setattr(_root(m).eqns[0].invars[0], "var", 999),
+     "variable id 999 is used before it is defined", "eqn[0].invars[0]"),
+    (lambda m: setattr(_root(m).invars[0], "aval", 10**6),
+     "aval index 1000000 is out of range", "invars[0]"),
+    (lambda m: setattr(_root(m).eqns[0], "primitive", 500),
+     "primitive index 500 is out of range", "eqn[0]"),
+    (lambda m: _root(m).eqns[0].params.append(10**5),
+     "param index 100000 is out of range", "eqn[0].params"),
+    (lambda m: setattr(_root(m).eqns[0], "traceback", 7777),
+     "traceback index 7777 is out of range", "eqn[0]"),
+    (lambda m: setattr(_root(m).eqns[0], "name_stack", 7777),
+     "name stack index 7777 is out of range", "eqn[0]"),
+    (lambda m: setattr(_root(m).eqns[0], "context", 7777),
+     "context index 7777 is out of range", "eqn[0]"),
+    (lambda m: setattr(m, "root", 55), "closed jaxpr index 55 is out of range", "root"),
+    (lambda m: setattr(m.closed_jaxprs[m.root], "jaxpr", 55), "jaxpr index 55 is out of range", "root"),
+    (lambda m: setattr(next(p for p in m.params if p.name == "branches").value.tuple.items[1],
+                       "closed_jaxpr", 4096),
+     "closed jaxpr index 4096 is out of range", "eqn[3].params.branches[1]"),
+    (lambda m: setattr(m.frames[0], "file", 10**6), "string index 1000000 is out of range", "frames[0]"),
+    (lambda m: m.tracebacks[1].frames.append(10**6), "frame index 1000000 is out of range", "tracebacks[1]"),
+    (lambda m: _root(m).eqns[0].effects.add(name="jax::ref_read", input_var=77),
+     "refers to an undefined variable", "eqn[0].effects[0]"),
+])
+def test_references_out_of_range(base, edit, match, path):
+  m = _copy(base)
+  edit(m)
+  _fails(m, match=match, path=path)
+
+
+def test_variable_defined_twice(base):
+  m = _copy(base)
+  j = _root(m)
+  j.eqns[1].outvars[0].var.id = j.invars[0].id
+  _fails(m, match="defined twice (not SSA)", path="eqn[1].outvars[0]")
+
+
+def test_variable_used_before_defined(base):
+  m = _copy(base)
+  j = _root(m)
+  j.eqns[0].invars[0].var = j.eqns[2].outvars[0].var.id
+  _fails(m, match="used before it is defined", path="eqn[0].invars[0]")
+
+
+def test_outvar_used_before_defined_in_sub_jaxpr(base):
+  m = _copy(base)
+  branch = m.params[next(i for i, p in enumerate(m.params) if p.name == "branches")]
+  sub = m.jaxprs[m.closed_jaxprs[branch.value.tuple.items[1].closed_jaxpr].jaxpr]
+  sub.outvars[0].var = 4242
+  _fails(m, match="variable id 4242", path="eqn[3].params.branches[1].outvars[0]")
+
+
+# --- types -----------------------------------------------------------------------------
+
+def test_wrong_number_of_operands(base):
+  m = _copy(base)
+  e = _eqn_of(m, _root(m), "sin")
+  e.invars.append(e.invars[0])
+  _fails(m, match="sin", path="eqn[4]")
+
+
+def test_missing_operand(base):
+  m = _copy(base)
+  e = _eqn_of(m, _root(m), "add")
+  del e.invars[1]
+  _fails(m, match="add", path="eqn[7]")
+
+
+def test_mismatched_output_aval(base):
+  m = _copy(base)
+  m.avals.add().shaped_array.CopyFrom(pb.ShapedArray(dtype=pb.DTYPE_INT32, shape=[pb.Dim(constant=7)]))
+  _eqn_of(m, _root(m), "sin").outvars[0].var.aval = len(m.avals) - 1
+  _fails(m, match="inconsistently typed", path="eqn[4]")
+
+
+def test_mismatched_operand_aval(base):
+  m = _copy(base)
+  j = _root(m)
+  m.avals.add().shaped_array.CopyFrom(pb.ShapedArray(dtype=pb.DTYPE_INT8, shape=[pb.Dim(constant=3)]))
+  j.invars[1].aval = len(m.avals) - 1  # c: f32[] -> i8[3]
+  _fails(m, match="inconsistently typed", path="eqn[5]")
+
+
+def test_mismatched_type_in_sub_jaxpr(base):
+  m = _copy(base)
+  branch = next(p for p in m.params if p.name == "branches")
+  sub = m.jaxprs[m.closed_jaxprs[branch.value.tuple.items[0].closed_jaxpr].jaxpr]
+  m.avals.add().shaped_array.CopyFrom(pb.ShapedArray(dtype=pb.DTYPE_FLOAT32, shape=[pb.Dim(constant=5)]))
+  sub.eqns[0].outvars[0].var.aval = len(m.avals) - 1
+  _fails(m, match="inconsistently typed", path="eqn[3].params.branches[0].eqn[0]")
+
+
+def test_literal_that_does_not_match_its_type(base):
+  m = _copy(base)
+  e = _eqn_of(m, _root(m), "gt")
+  lit = next(a for a in e.invars if a.WhichOneof("kind") == "literal")
+  m.avals.add().shaped_array.CopyFrom(pb.ShapedArray(dtype=pb.DTYPE_INT32, shape=[pb.Dim(constant=2)]))
+  lit.literal.aval = len(m.avals) - 1
+  _fails(m, path="eqn[1]")
+
+
+def test_constant_that_does_not_match_its_variable(base):
+  m = _copy(base)
+  arr = m.closed_jaxprs[m.root].consts[0].array
+  arr.dtype = pb.DTYPE_INT32
+  _fails(m, match="constant does not match", path="consts[0]")
+
+
+def test_unknown_param_name(base):
+  # JAX's abstract evaluation of convert_element_type takes its params by
+  # name (many rules take **params: see test_versions for files of another
+  # JAX, whose params are checked against a table).
+  m = _copy(base)
+  e = _eqn_of(m, _root(m), "convert_element_type")
+  m.params.add(name="frobnicate", value=pb.Value(int=3))
+  e.params.append(len(m.params) - 1)
+  _fails(m, match="primitive convert_element_type does not take a param 'frobnicate'", path="eqn[2]")
+
+
+def test_missing_param(base):
+  m = _copy(base)
+  e = _eqn_of(m, _root(m), "reduce_sum")
+  del e.params[:]
+  _fails(m, match="reduce_sum lacks the param(s)", path="eqn[0]")
+
+
+# --- values ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda m: setattr(m.avals[0].shaped_array, "dtype", 999), "unknown or unsupported dtype 999"),
+    (lambda m: setattr(m.avals[0].shaped_array, "dtype", pb.DTYPE_UNSPECIFIED), "DTYPE_UNSPECIFIED"),
+    (lambda m: setattr(m.avals[0].shaped_array, "memory_space", 77), "unknown memory space 77"),
+    (lambda m: setattr(m.closed_jaxprs[m.root].consts[0].array, "kind", 99), "unknown array kind 99"),
+    (lambda m: setattr(m.closed_jaxprs[m.root].consts[0].array, "dtype", 12345), "dtype 12345"),
+    (lambda m: m.avals[0].shaped_array.shape.add(constant=-3), "negative dimension -3"),
+    (lambda m: m.avals[0].shaped_array.shape.add(symbolic="(("), "symbolic"),
+    (lambda m: m.avals[0].shaped_array.shape.add(), "empty dimension"),
+    (lambda m: m.avals[0].Clear(), "empty aval"),
+])
+def test_unknown_enum_numbers_and_bad_types(base, edit, match):
+  m = _copy(base)
+  edit(m)
+  _fails(m, match=match)
+
+
+def test_bad_utf8_string(base):
+  m = _copy(base)
+  m.strings.append("ZQZQZQZQ")
+  data = m.SerializeToString().replace(b"ZQZQZQZQ", b"\xff\xfe\xfd\xfc\xc3\x28\xa0\xa1")
+  _fails(data, match="not a valid .jaxpb file")
+
+
+@pytest.mark.parametrize("frac", [0.1, 0.5, 0.9, 0.999])
+def test_truncated_bytes(base, frac):
+  data = base.SerializeToString()
+  _fails(data[:int(len(data) * frac)])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_bytes(seed):
+  data = np.random.default_rng(seed).bytes(1 + 997 * seed)
+  _fails(data)
+
+
+def test_not_bytes():
+  with pytest.raises(TypeError):
+    jp.loads("a str")
+
+
+def test_empty_file_is_a_version_error():
+  e = _fails(b"", cls=jp.VersionError, match="format version is missing")
+  assert e.path == "format_version"
+
+
+# --- wrong value kinds for param codecs --------------------------------------------------
+
+def _custom_jvp_module():
+  @jax.custom_jvp
+  def f(x):
+    return jnp.sin(x)
+  f.defjvp(lambda p, t: (f(p[0]), jnp.cos(p[0]) * t[0]))
+  return jp.encode(jax.make_jaxpr(f)(1.0))
+
+
+def test_param_codec_gets_the_wrong_kind():
+  m = _custom_jvp_module()
+  p = next(p for p in m.params if p.name == "jvp_jaxpr_fun")
+  p.value.Clear()
+  p.value.int = 3
+  _fails(m, match="expected a custom rule reference", path="eqn[0].params.jvp_jaxpr_fun")
+
+
+def test_param_codec_gets_an_out_of_range_rule():
+  m = _custom_jvp_module()
+  p = next(p for p in m.params if p.name == "jvp_jaxpr_fun")
+  p.value.rule = 99
+  _fails(m, match="rule index 99 is out of range", path="eqn[0].params.jvp_jaxpr_fun")
+
+
+def test_call_jaxpr_of_the_wrong_kind():
+  m = _custom_jvp_module()
+  p = next(p for p in m.params if p.name == "call_jaxpr")
+  p.value.Clear()
+  p.value.str = "not a jaxpr"
+  _fails(m, path="eqn[0]")
+
+
+def test_record_with_wrong_fields():
+  def f(x, i):
+    return x[i]
+  m = jp.encode(jax.make_jaxpr(f)(np.arange(4.0, dtype=np.float32), np.array([1, 2])))
+  p = next(p for p in m.params if p.value.WhichOneof("kind") == "record")
+  p.value.record.fields[0].value.Clear()
+  p.value.record.fields[0].value.str = "zzz"
+  p.value.record.fields.add(name="bogus", value=pb.Value(int=1))
+  _fails(m, match="bogus")
+
+
+def test_extension_with_wrong_fields():
+  data = np.zeros(2, np.uint32)
+  m = jp.encode(jax.make_jaxpr(lambda d: jax.random.key_data(jax.random.wrap_key_data(d)))(data))
+  exts = [p for p in m.params if p.value.WhichOneof("kind") == "extension"]
+  assert exts, [p.name for p in m.params]
+  exts[0].value.extension.fields[0].value.Clear()
+  exts[0].value.extension.fields[0].value.int = 5
+  _fails(m, match="needs a str name")
+
+
+def test_unknown_effect(base):
+  m = _copy(base)
+  _root(m).eqns[0].effects.add(name="os::system")
+  _fails(m, match="unknown effect", path="eqn[0].effects[0]")
+
+
+def test_every_error_has_a_path(base):
+  """Errors past parsing and version gating name where they are."""
+  import random
+  from tests import test_fuzz as fz
+  rng = random.Random(7)
+  data = base.SerializeToString()
+  seen = 0
+  for _ in range(150):
+    m = _copy(base)
+    fz.mutate_message(m, rng)
+    try:
+      jp.loads(m.SerializeToString())
+    except jp.VersionError:
+      continue
+    except jp.DecodeError as e:
+      if e.message.startswith("not a valid .jaxpb file"):
+        continue
+      seen += 1
+      assert e.path, e
+  assert seen > 20
