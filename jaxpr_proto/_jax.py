@@ -386,3 +386,10 @@ if "platform" not in getattr(mesh_lib.AbstractDevice, "__dataclass_fields__", {"
 
   def AbstractDevice(device_kind, num_cores=None, platform=None):  # noqa: F811
     return _AbstractDevice0(device_kind, num_cores)
+
+
+def typed_ndarray(x):
+  """A literal's TypedNdArray (JAX 0.10 takes an optional aval, JAX 0.9 a weak_type bool)."""
+  if JAX_VERSION[:2] < (0, 10):
+    return TypedNdArray(x, False)
+  return TypedNdArray(x, None)

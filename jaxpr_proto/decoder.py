@@ -393,7 +393,7 @@ def _array(dec, msg: pb.Array, path):
       raise DecodeError("a numpy scalar must have shape ()", path)
     return x[()]
   if kind == _K.ARRAY_KIND_TYPED_NDARRAY:
-    return _jax.TypedNdArray(x.copy(), None)
+    return _jax.typed_ndarray(x.copy())
   raise DecodeError(f"unknown array kind {kind}", path)
 
 

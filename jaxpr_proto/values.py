@@ -266,7 +266,7 @@ def encode_mesh(m, path: str) -> pb.Mesh:
   ad = getattr(m, "abstract_device", None)
   if not out.concrete and ad is not None:
     out.abstract_device.device_kind = ad.device_kind
-    out.abstract_device.platform = ad.platform
+    out.abstract_device.platform = getattr(ad, "platform", "")  # JAX 0.9: none
     if ad.num_cores is not None:
       out.abstract_device.num_cores = ad.num_cores
   if out.concrete and m.devices is not None:
