@@ -196,6 +196,12 @@ def computation_from_jaxpr(jaxpr, name=None):
 
 # --- decoding ----------------------------------------------------------------
 
+def _eval_with_zeros(cj, args):
+  """Evaluates a bwd jaxpr; symbolic-zero cotangents become explicit zeros."""
+  args = [_zeros(a) if _is_zero(x) else x for x, a in zip(args, cj.in_avals)]
+  return _jax.eval_jaxpr(cj.jaxpr, cj.consts, *args)
+
+
 class JvpRule:
   """A decoded custom_jvp rule; `thunk` is the eqn's `jvp_jaxpr_fun`."""
 
@@ -266,9 +272,7 @@ class VjpRule:
   def _bwd_call(self, *args):
     if self._bwd is None:
       self._bwd = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
-    cj = self._bwd
-    args = [_zeros(a) if _is_zero(x) else x for x, a in zip(args, cj.in_avals)]
-    return _jax.eval_jaxpr(cj.jaxpr, cj.consts, *args)
+    return _eval_with_zeros(self._bwd, args)
 
 
 class LinRule:
@@ -282,6 +286,4 @@ class LinRule:
   def _call(self, *args):
     if self._cj is None:
       self._cj = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
-    cj = self._cj
-    args = [_zeros(a) if _is_zero(x) else x for x, a in zip(args, cj.in_avals)]
-    return _jax.eval_jaxpr(cj.jaxpr, cj.consts, *args)
+    return _eval_with_zeros(self._cj, args)
