@@ -380,12 +380,19 @@ INPUT_EFFECTS = {"jax::ref_read": state_types.ReadEffect,
                  "jax::ref_accum": state_types.AccumEffect}
 
 
-if "platform" not in getattr(mesh_lib.AbstractDevice, "__dataclass_fields__", {"platform": None}):
-  # JAX 0.9: an AbstractDevice has no platform.
-  _AbstractDevice0 = mesh_lib.AbstractDevice
+_AbstractDevice = mesh_lib.AbstractDevice
+_DEVICE_HAS_PLATFORM = "platform" in getattr(_AbstractDevice, "__dataclass_fields__", {"platform": None})
 
-  def AbstractDevice(device_kind, num_cores=None, platform=None):  # noqa: F811
-    return _AbstractDevice0(device_kind, num_cores)
+
+def AbstractDevice(device_kind, num_cores=None, platform=None):  # noqa: F811
+  """mesh.AbstractDevice. JAX 0.9's has no platform: files it wrote have none,
+  which is taken from the local devices of that kind."""
+  if not _DEVICE_HAS_PLATFORM:
+    return _AbstractDevice(device_kind, num_cores)
+  if not platform:
+    platform = next((d.platform for d in jax.local_devices() if d.device_kind == device_kind),
+                    str(device_kind).lower())
+  return _AbstractDevice(device_kind, num_cores, platform)
 
 
 def typed_ndarray(x):
@@ -393,3 +400,24 @@ def typed_ndarray(x):
   if JAX_VERSION[:2] < (0, 10):
     return TypedNdArray(x, False)
   return TypedNdArray(x, None)
+
+
+def pytree_node_registry():
+  """JAX's registry of custom pytree node classes, or None."""
+  try:
+    from jax._src.tree_util import _registry
+    return _registry
+  except ImportError:  # pragma: no cover - a JAX without it
+    return None
+
+
+def jit_info(f):
+  """(fun, PjitInfo) of a jax.jit-wrapped function, or None (guarded)."""
+  try:
+    cache_miss = f._cache_miss
+    cache_miss = getattr(cache_miss, "__wrapped__", cache_miss)
+    cells = dict(zip(cache_miss.__code__.co_freevars,
+                     (c.cell_contents for c in cache_miss.__closure__)))
+    return cells["fun"], cells["jit_info"]
+  except Exception:  # a JAX that builds jit differently: no custom reduction
+    return None

@@ -180,15 +180,8 @@ _PJIT_TYPE = type(jax.jit(lambda: None))
 
 
 def _jit_info(f):
-  """The `PjitInfo` of a jitted function, or None (JAX internals, guarded)."""
-  try:
-    cache_miss = f._cache_miss
-    cache_miss = getattr(cache_miss, "__wrapped__", cache_miss)
-    cells = dict(zip(cache_miss.__code__.co_freevars,
-                     (c.cell_contents for c in cache_miss.__closure__)))
-    return cells["fun"], cells["jit_info"]
-  except Exception:  # a JAX that builds jit differently: no custom reduction
-    return None
+  """The (fun, PjitInfo) of a jitted function, or None."""
+  return _jax.jit_info(f)
 
 
 def _jit_options_of(f) -> dict | None:

@@ -184,11 +184,7 @@ _scanned: set[str] = set()
 
 
 def _jax_node_types():
-  try:
-    from jax._src.tree_util import _registry
-    return _registry
-  except ImportError:  # pragma: no cover - a JAX without it: take every class
-    return None
+  return _jax.pytree_node_registry()
 
 
 def preregister_known_libraries() -> None:
