@@ -108,6 +108,7 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200) -> CheckRep
 
   Returns a CheckReport; with raise_on_error, raises a CheckError (a
   DecodeError) listing all errors instead of returning a failed report.
+  A file that cannot be read raises OSError, as `open` does.
   """
   report = CheckReport()
   err = _Collector(report, max_errors)
@@ -133,7 +134,8 @@ def _as_module(x, err):
     except DecodeError as e:
       err(e.path, e.message)
       return None
-  if isinstance(x, _jax.ClosedJaxpr) or type(x).__name__ == "Function":
+  from jaxpr_proto.function import Function
+  if isinstance(x, (_jax.ClosedJaxpr, Function)):
     from jaxpr_proto.api import encode
     return encode(x)
   raise TypeError(f"cannot check a {type(x).__name__}: expected .jaxpb bytes, a Module, "

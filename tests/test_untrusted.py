@@ -102,7 +102,6 @@ def test_names_from_the_file_are_never_imported_or_called(base, field, value):
     setattr(p.value, field, value)
   else:
     getattr(p.value, field).CopyFrom(value)
-  assert "subprocess" not in sys.modules or True  # (the check is that nothing new is imported)
   _fails(m, match="")
 
 
