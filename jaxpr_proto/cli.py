@@ -244,36 +244,17 @@ def cmd_load(args) -> int:
 
 
 def _run_checks(m, path) -> tuple[list[str], str]:
-  """-> (problems, what checked). Uses jaxpr_proto.checker when there is one."""
+  """-> (problems as "path: message", what checked), by jaxpr_proto.checker."""
+  from jaxpr_proto import checker
   try:
-    checker = importlib.import_module("jaxpr_proto.checker")
-  except ModuleNotFoundError as e:
-    if e.name != "jaxpr_proto.checker":
-      raise
-    checker = None
-  check = getattr(checker, "check", None)
-  if check is not None:
-    try:
-      result = check(m)
-    except Error as e:
-      return [_describe(e)], "jaxpr_proto.checker"
-    errors = getattr(result, "errors", result)
-    if errors is None or errors is True:
-      errors = []
-    elif errors is False:
-      errors = ["check failed"]
-    return [str(x) for x in errors], "jaxpr_proto.checker"
-  import jax.extend.core as jex_core
-  what = "decode + jax.extend.core.check_jaxpr"
-  try:
-    cj = jaxpr_proto.decode(m)
+    report = checker.check(m)
   except Error as e:
-    return [_describe(e)], what
-  try:
-    jex_core.check_jaxpr(cj.jaxpr)
-  except Exception as e:
-    return [f"check_jaxpr: {type(e).__name__}: {e}"], what
-  return [], what
+    return [_describe(e)], "jaxpr_proto.checker"
+  problems = [f"[{stage}] {where or '<module>'}: {msg}"
+              for (where, msg), stage in zip(report.errors, report.error_stages)]
+  if report.truncated:
+    problems.append(f"... and {report.truncated} more")
+  return problems, "jaxpr_proto.checker (" + ", ".join(report.stages) + ")"
 
 
 def cmd_check(args) -> int:
