@@ -219,8 +219,8 @@ def encode_function(f: Function, *, debug_info: bool = True) -> pb.Module:
   return m
 
 
-def decode_function(m: pb.Module) -> Function:
-  cj = decoder.decode(m)  # checks the version
+def decode_function(m: pb.Module, *, typecheck: bool = True) -> Function:
+  cj = decoder.decode(m, typecheck=typecheck)  # checks the version
   dec = decoder.Decoder(m)
   sig = m.function
   try:

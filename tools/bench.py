@@ -82,6 +82,7 @@ def bench(name, fn, args, repeat):
   t_trace, _, cj = _best(trace, repeat)
   t_enc, _, data = _best(lambda: jp.dumps(cj), repeat)
   t_dec, _, cj2 = _best(lambda: jp.loads(data), repeat)
+  t_dec_trusted, _, _ = _best(lambda: jp.loads(data, typecheck=False), repeat)
   assert str(cj2) == str(cj)
   t_pdump, _, pdata = _best(lambda: pickle.dumps(cj2), repeat)
   t_pload, _, _ = _best(lambda: pickle.loads(pdata), repeat)
@@ -94,10 +95,11 @@ def bench(name, fn, args, repeat):
   ms = lambda t: f"{t * 1e3:8.2f} ms"
   print(f"\n== {name}: {len(cj.jaxpr.eqns)} top-level eqns, {n_eqns} in all")
   print(f"  jaxpr-proto   encode {ms(t_enc)}   decode {ms(t_dec)}   {len(data):8d} bytes")
+  print(f"  (trusted)                        decode {ms(t_dec_trusted)}   typecheck=False")
   print(f"  make_jaxpr    trace  {ms(t_trace)}   (caches cleared)")
   print(f"  jax.export    serial {ms(t_ser)}   deser  {ms(t_deser)}   {len(ser):8d} bytes")
   print(f"  pickle        dumps  {ms(t_pdump)}   loads  {ms(t_pload)}   {len(pdata):8d} bytes")
-  print(f"  ratios: re-trace/decode {t_trace / t_dec:6.1f}x   "
+  print(f"  ratios: re-trace/decode {t_trace / t_dec:6.1f}x (trusted {t_trace / t_dec_trusted:5.1f}x)   "
         f"export-deser/decode {t_deser / t_dec:6.2f}x   "
         f"export-bytes/jaxpb-bytes {len(ser) / len(data):5.2f}x   "
         f"pickle-bytes/jaxpb-bytes {len(pdata) / len(data):5.2f}x")
