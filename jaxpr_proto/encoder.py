@@ -189,7 +189,7 @@ class Encoder:
 
     def atom(x, where):
       if isinstance(x, _jax.Literal):
-        return pb.Atom(literal=pb.Literal(value=self.literal_value(x.val, where),
+        return pb.Atom(literal=pb.Literal(value=self.value(x.val, where),
                                           aval=self.aval(x.aval, where)))
       try:
         return pb.Atom(var=ids[x])
@@ -288,9 +288,6 @@ class Encoder:
     return str(d)
 
   # --- values -------------------------------------------------------------
-  def literal_value(self, v, path) -> pb.Value:
-    return self.value(v, path)
-
   def value(self, v, path: str) -> pb.Value:
     name = values.singleton_name(v)
     if name is not None:

@@ -46,6 +46,7 @@ class Registry:
     self._by_prim: dict[int, tuple[str, str]] = {}
     self._keep: list = []     # keeps registered primitives alive (ids stay valid)
     self._seen_modules: set[str] = set()
+    self._scanning = False
 
   def register(self, prim, namespace: str, name: str | None = None) -> None:
     if not isinstance(prim, _jax.Primitive):
@@ -54,6 +55,8 @@ class Registry:
       raise ValueError(f"bad namespace {namespace!r}")
     key = (namespace, name or prim.name)
     with self._lock:
+      if not self._scanning and self._needs_scan():
+        self._scan()  # the primitives already imported take their names first
       old = self._by_name.get(key)
       if old is not None and old is not prim:
         raise RegistryError(
@@ -66,22 +69,29 @@ class Registry:
   def _scan(self) -> None:
     """Registers the primitives of newly imported known modules."""
     with self._lock:
-      new = sorted(m for m in list(sys.modules)
-                   if m not in self._seen_modules and _namespace_for(m))
-      # Non-Pallas modules first, so that a primitive re-exported by a Pallas
-      # module keeps its core name; then shortest module name first.
-      new.sort(key=lambda m: (".pallas" in m, len(m), m))
-      for mname in new:
-        self._seen_modules.add(mname)
-        mod = sys.modules.get(mname)
-        try:
-          attrs = list(vars(mod).values())
-        except TypeError:
-          continue
-        ns = _namespace_for(mname)
-        for v in attrs:
-          if isinstance(v, _jax.Primitive) and id(v) not in self._by_prim:
-            self.register(v, ns)
+      self._scanning = True
+      try:
+        self._scan_new_modules()
+      finally:
+        self._scanning = False
+
+  def _scan_new_modules(self) -> None:
+    new = sorted(m for m in list(sys.modules)
+                 if m not in self._seen_modules and _namespace_for(m))
+    # Non-Pallas modules first, so that a primitive re-exported by a Pallas
+    # module keeps its core name; then shortest module name first.
+    new.sort(key=lambda m: (".pallas" in m, len(m), m))
+    for mname in new:
+      self._seen_modules.add(mname)
+      mod = sys.modules.get(mname)
+      try:
+        attrs = list(vars(mod).values())
+      except TypeError:
+        continue
+      ns = _namespace_for(mname)
+      for v in attrs:
+        if isinstance(v, _jax.Primitive) and id(v) not in self._by_prim:
+          self.register(v, ns)
 
   def _needs_scan(self) -> bool:
     return len(self._seen_modules) < sum(1 for m in list(sys.modules) if _namespace_for(m))
