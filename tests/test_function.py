@@ -19,6 +19,7 @@ import pytest
 import jaxpr_proto as jp
 from jaxpr_proto import pytrees
 from tests import corpus
+from tests.test_roundtrip import UNSUPPORTED
 
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
@@ -406,8 +407,18 @@ def _try_save(p):
       try:
         _SAVED[p.name] = (f, jp.dumps(f))
       except jp.EncodeError as e:
-        _SAVED[p.name] = f"cannot be encoded (yet): EncodeError: {e}"
+        reason = UNSUPPORTED.get(p.name) or FUNCTION_UNSUPPORTED.get(p.name)
+        if reason is None:
+          raise
+        _SAVED[p.name] = f"not supported ({reason}): EncodeError: {e}"
   return _SAVED[p.name]
+
+
+# Programs whose Function cannot be saved although their jaxpr can, with why.
+FUNCTION_UNSUPPORTED = {
+    "equinox_module": "the module's pytree aux data holds a Python function "
+                      "(its activation), which the value codec cannot write",
+}
 
 
 def _saved(p):

@@ -22,6 +22,7 @@ from jax.extend.core import jaxpr_as_fun
 import jaxpr_proto as jp
 from jaxpr_proto import _jax, pickling
 from tests import corpus
+from tests.test_roundtrip import UNSUPPORTED
 
 PICKLERS = {
     "pickle": lambda x: pickle.loads(pickle.dumps(x)),
@@ -325,7 +326,9 @@ def traced(request):
   try:
     data = jp.dumps(cj)
   except jp.EncodeError as e:
-    pytest.skip(f"the core codec cannot encode it yet: EncodeError: {e}")
+    if p.name not in UNSUPPORTED:
+      raise
+    pytest.skip(f"not supported ({UNSUPPORTED[p.name]}): EncodeError: {e}")
   return p, cj, data
 
 
