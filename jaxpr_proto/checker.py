@@ -142,15 +142,19 @@ def _as_module(x, err):
                   "a file path or a ClosedJaxpr")
 
 
+def _check_versions(m, err, report) -> None:
+  err.stage = "versions"
+  report.stages.append("versions")
+  try:
+    versions.check_version(m)
+  except VersionError as e:
+    err(e.path, e.message)
+
+
 def _run(m, err, report) -> None:
   # A file of another major has another structure: say only that.
   if m.format_version.major != versions.FORMAT_MAJOR:
-    err.stage = "versions"
-    report.stages.append("versions")
-    try:
-      versions.check_version(m)
-    except VersionError as e:
-      err(e.path, e.message)
+    _check_versions(m, err, report)
     return
 
   err.stage = "structure"
@@ -166,12 +170,7 @@ def _run(m, err, report) -> None:
   params_before = err.count
   roots = dec.decode_all()
 
-  err.stage = "versions"
-  report.stages.append("versions")
-  try:
-    versions.check_version(m)
-  except VersionError as e:
-    err(e.path, e.message)
+  _check_versions(m, err, report)
   _check_namespaces(m, err)
   for path, message in dec.version_errors:
     err(path, message)

@@ -25,6 +25,7 @@ import jaxpr_proto as jp
 from jaxpr_proto import info
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from tests.test_textforms import PROGRAMS, traced
+from tests import helpers
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 JS_DIR = ROOT / "tools" / "js"
@@ -57,15 +58,7 @@ def _prim_name(p: dict) -> str:
   return name if ns == "jax" else f"{ns}::{name}"
 
 
-def _buf() -> str:
-  exe_dir = pathlib.Path(sys.executable).parent
-  for cand in (exe_dir / "buf", exe_dir / "buf.exe"):
-    if cand.is_file() and os.access(cand, os.X_OK):
-      return str(cand)
-  found = shutil.which("buf")
-  if found is None:
-    pytest.fail("buf not found; install the test extras: pip install -e '.[test]'")
-  return found
+_buf = helpers.buf
 
 
 NAMES = sorted(PROGRAMS) + ["demo"]

@@ -25,6 +25,7 @@ import sys
 
 import pytest
 from google.protobuf import descriptor_pb2
+from tests import helpers
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
@@ -32,17 +33,7 @@ SCHEMA = PROTO_ROOT / "jaxpr_proto" / "v1" / "jaxpr.proto"
 BASELINE = PROTO_ROOT / "baseline" / "jaxpr_proto_v1.binpb"
 SCHEMA_FILE_NAME = "jaxpr_proto/v1/jaxpr.proto"
 
-def _buf() -> str:
-  """The buf binary: next to the running interpreter (buf-bin in the venv), else PATH."""
-  exe_dir = pathlib.Path(sys.executable).parent
-  for cand in (exe_dir / "buf", exe_dir / "buf.exe"):
-    if cand.is_file() and os.access(cand, os.X_OK):
-      return str(cand)
-  found = shutil.which("buf")
-  if found is None:
-    pytest.fail("buf not found next to sys.executable nor on PATH; "
-                "install the test extras: pip install -e '.[test]'")
-  return found
+_buf = helpers.buf
 
 
 def _run_buf(*args: str, cwd: pathlib.Path = ROOT) -> subprocess.CompletedProcess:
