@@ -81,11 +81,24 @@ def _write_named(path, folder, data) -> None:
       os.fsync(f.fileno())
     os.replace(tmp, path)
   except BaseException:
-    try:
-      os.unlink(tmp)
-    except FileNotFoundError:
-      pass
+    _remove(tmp)
     raise
+
+
+def _replace(tmp, path) -> None:
+  """Renames the finished temp file over `path`; removes it if that fails."""
+  try:
+    os.replace(tmp, path)
+  except BaseException:
+    _remove(tmp)
+    raise
+
+
+def _remove(tmp) -> None:
+  try:
+    os.unlink(tmp)
+  except FileNotFoundError:
+    pass
 
 
 def _write_unnamed(path, folder, data) -> bool:
@@ -105,14 +118,7 @@ def _write_unnamed(path, folder, data) -> bool:
     tmp = os.path.join(folder, f".tmp-{os.urandom(8).hex()}.jaxpb")
     if not _link_unnamed(fd, tmp):
       return False  # write a named temp file instead
-    try:
-      os.replace(tmp, path)
-    except BaseException:
-      try:
-        os.unlink(tmp)
-      except FileNotFoundError:
-        pass
-      raise
+    _replace(tmp, path)
   finally:
     os.close(fd)
   return True

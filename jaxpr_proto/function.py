@@ -12,14 +12,12 @@ and give one back: the `.jaxpb` file's `Module.function` holds the signature.
 """
 from __future__ import annotations
 
-import collections
 import hashlib
-import threading
 
 import jax
 from jax.tree_util import PyTreeDef
 
-from jaxpr_proto import _jax, decoder, encoder, pytrees
+from jaxpr_proto import _jax, _lru, decoder, encoder, pytrees
 from jaxpr_proto.errors import DecodeError, EncodeError, Error
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -157,9 +155,7 @@ def _check_arg(name, i, x, aval):
 
 # The jitted callables of loaded Functions, by SHA-256 of their bytes, so that
 # the same bytes loaded again (as Dask does for every task) compile once.
-_JIT_CACHE: collections.OrderedDict = collections.OrderedDict()
-JIT_CACHE_SIZE = 64
-_LOCK = threading.Lock()
+_JIT_CACHE = _lru.LruCache(64)
 
 
 def _jit_for(f: Function):
@@ -167,18 +163,7 @@ def _jit_for(f: Function):
   key = f._digest
   if key is None:
     return make()
-  with _LOCK:
-    j = _JIT_CACHE.get(key)
-    if j is not None:
-      _JIT_CACHE.move_to_end(key)
-      return j
-  j = make()
-  with _LOCK:
-    j = _JIT_CACHE.setdefault(key, j)
-    _JIT_CACHE.move_to_end(key)
-    while len(_JIT_CACHE) > JIT_CACHE_SIZE:
-      _JIT_CACHE.popitem(last=False)
-  return j
+  return _JIT_CACHE.get_or_make(key, make)
 
 
 def trace(fun, *, static_argnums=(), static_argnames=()):

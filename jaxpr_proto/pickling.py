@@ -28,17 +28,15 @@ is only encoded when it is actually pickled or deep-copied.
 """
 from __future__ import annotations
 
-import collections
 import copyreg
 import functools
 import hashlib
 import os
-import threading
 
 import jax
 import jax.extend.core as jex_core
 
-from jaxpr_proto import _jax
+from jaxpr_proto import _jax, _lru
 from jaxpr_proto.registry import REGISTRY
 
 # Whether pickles carry debug info (source locations, names).
@@ -234,9 +232,7 @@ def _reduce_pjit(f):
   return f.__reduce_ex__(4)  # what pickle does without this hook
 
 
-_JIT_CACHE: collections.OrderedDict = collections.OrderedDict()
-_JIT_CACHE_SIZE = 64
-_JIT_LOCK = threading.Lock()
+_JIT_CACHE = _lru.LruCache(64)
 
 
 def _load_jit(data, options):
@@ -250,19 +246,8 @@ def _load_jit(data, options):
   if isinstance(data, _Encoded):  # copy.copy: same target, new jit
     return _make_jit(data.obj, kw)
   key = (hashlib.sha256(data).digest(), tuple(options))
-  with _JIT_LOCK:
-    f = _JIT_CACHE.get(key)
-    if f is not None:
-      _JIT_CACHE.move_to_end(key)
-      return f
   from jaxpr_proto import api
-  f = _make_jit(api.loads(data), kw)
-  with _JIT_LOCK:
-    f = _JIT_CACHE.setdefault(key, f)
-    _JIT_CACHE.move_to_end(key)
-    while len(_JIT_CACHE) > _JIT_CACHE_SIZE:
-      _JIT_CACHE.popitem(last=False)
-  return f
+  return _JIT_CACHE.get_or_make(key, lambda: _make_jit(api.loads(data), kw))
 
 
 def _make_jit(target, kw):
