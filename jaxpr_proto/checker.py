@@ -706,13 +706,13 @@ def _check_one(jaxpr, upgrader, contexts=()):
 
 
 def _contexts(dec) -> dict[int, tuple]:
-  """id(jaxpr) -> the contexts its parents' eqns bind, from the root down."""
+  """_jax.jaxpr_key(jaxpr) -> the contexts its parents' eqns bind, from the root down."""
   out: dict[int, tuple] = {}
   for i in reversed(list(dec.jaxpr_paths)):  # outer jaxprs finish decoding last
     jaxpr = dec._jaxprs.get(i)
     if not isinstance(jaxpr, _jax.Jaxpr):
       continue
-    ctx = out.setdefault(id(jaxpr), ())
+    ctx = out.setdefault(_jax.jaxpr_key(jaxpr), ())
     for eqn in jaxpr.eqns:
       try:
         subs = list(_jax.jaxprs_in_params(eqn.params))
@@ -721,7 +721,7 @@ def _contexts(dec) -> dict[int, tuple]:
       if subs:
         extra = ctx + tuple(_jax.sub_jaxpr_contexts(eqn))
         for sub in subs:
-          out.setdefault(id(sub), extra)
+          out.setdefault(_jax.jaxpr_key(sub), extra)
   return out
 
 
@@ -734,8 +734,8 @@ def _not_reached(dec) -> set[int]:
     jaxpr = dec._jaxprs.get(i)
     if not isinstance(jaxpr, _jax.Jaxpr):
       continue
-    if id(jaxpr) not in reached:
-      alone.add(id(jaxpr))
+    if _jax.jaxpr_key(jaxpr) not in reached:
+      alone.add(_jax.jaxpr_key(jaxpr))
     for eqn in jaxpr.eqns:
       try:
         subs = list(_jax.jaxprs_in_params(eqn.params))
@@ -744,7 +744,7 @@ def _not_reached(dec) -> set[int]:
         continue
       for sub in subs:
         if recurses:
-          reached.add(id(sub))
+          reached.add(_jax.jaxpr_key(sub))
   return alone
 
 
@@ -762,8 +762,8 @@ def _iter_type_errors(dec):
   clean = True
   for i in dec.jaxpr_paths:
     jaxpr = dec._jaxprs.get(i)
-    if isinstance(jaxpr, _jax.Jaxpr) and id(jaxpr) in alone:
-      if _check_one(jaxpr, upgrader, contexts.get(id(jaxpr), ())) is not None:
+    if isinstance(jaxpr, _jax.Jaxpr) and _jax.jaxpr_key(jaxpr) in alone:
+      if _check_one(jaxpr, upgrader, contexts.get(_jax.jaxpr_key(jaxpr), ())) is not None:
         clean = False
         break
   if clean:
@@ -774,14 +774,14 @@ def _iter_type_errors(dec):
     jaxpr = dec._jaxprs.get(i)
     if not isinstance(jaxpr, _jax.Jaxpr):
       continue
-    found = _check_one(jaxpr, upgrader, contexts.get(id(jaxpr), ()))
+    found = _check_one(jaxpr, upgrader, contexts.get(_jax.jaxpr_key(jaxpr), ()))
     if found is None:
       continue
-    failed.add(id(jaxpr))
+    failed.add(_jax.jaxpr_key(jaxpr))
     k, (msg, is_version) = found
     prefix = f"{path}." if path else ""
     if k is not None:
-      subs = {id(j) for j in _jax.jaxprs_in_params(jaxpr.eqns[k].params)}
+      subs = {_jax.jaxpr_key(j) for j in _jax.jaxprs_in_params(jaxpr.eqns[k].params)}
       if subs & failed:
         continue
       yield f"{prefix}eqn[{k}]", msg, is_version

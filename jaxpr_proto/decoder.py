@@ -13,7 +13,7 @@ import jax
 
 from jaxpr_proto import _jax, _traceback, custom_rules, param_codecs, pytrees, upgraders, values
 from jaxpr_proto.dtypes import decode_dtype, jnp_scalar_type
-from jaxpr_proto.errors import DecodeError, Error, UnknownPrimitiveError
+from jaxpr_proto.errors import DecodeError, Error, UnknownPrimitiveError, VersionError
 from jaxpr_proto.registry import REGISTRY
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.versions import check_version
@@ -63,12 +63,15 @@ class Decoder:
       self._closed[i] = _IN_PROGRESS
       try:
         jaxpr = self.jaxpr(msg.jaxpr, path)
-        if len(msg.consts) != len(jaxpr.constvars):
-          raise DecodeError(f"{len(msg.consts)} consts for {len(jaxpr.constvars)} constvars",
+        # The file's constvars (JAX >= 0.11 counts constvars only once consts are attached).
+        constvars = jaxpr.invars[:len(self.m.jaxprs[msg.jaxpr].constvars)] if _jax.UNIFIED_JAXPR else jaxpr.constvars
+        if len(msg.consts) != len(constvars):
+          raise DecodeError(f"{len(msg.consts)} consts for {len(constvars)} constvars",
                             f"{path}.consts" if path else "consts")
         consts = [self.const(c, v.aval, f"{path}.consts[{k}]" if path else f"consts[{k}]")
-                  for k, (c, v) in enumerate(zip(msg.consts, jaxpr.constvars))]
-        cj = _jax.ClosedJaxpr(jaxpr, consts)
+                  for k, (c, v) in enumerate(zip(msg.consts, constvars))]
+        # (From JAX 0.11 a jaxpr without consts is its own closed form.)
+        cj = jaxpr if _jax.UNIFIED_JAXPR and not consts else _jax.ClosedJaxpr(jaxpr, consts)
       except BaseException:
         del self._closed[i]
         raise
@@ -204,8 +207,32 @@ class Decoder:
       ctx = self._contexts[i] = _jax.make_context(
           msg.compute_type if msg.HasField("compute_type") else None,
           msg.threefry_partitionable, mesh, msg.remove_size_one_mesh_axis,
-          xla_metadata)
+          xla_metadata, self._context_fields(msg, path + ".context"))
     return ctx
+
+  def _context_fields(self, msg, path: str) -> dict:
+    """The later-JAX fields of an EqnContext: this JAX's CONTEXT_FIELDS, unset
+    ones at their "not set" value. A field this JAX lacks is refused (writers
+    leave out unset fields, so it changes the program)."""
+    fields = dict(_jax.CONTEXT_FIELDS)
+    seen = set()
+    for j, p in enumerate(msg.fields):
+      where = f"{path}.fields[{j}]"
+      if p.name in seen:
+        raise DecodeError(f"duplicate context field {p.name!r}", where)
+      seen.add(p.name)
+      v = self.value(p.value, where)
+      if p.name not in fields:
+        raise VersionError(
+            f"eqn context field {p.name}={v!r} is not known to JAX {_jax.jax.__version__}"
+            f"{self._file_jax()}", where)
+      fields[p.name] = v
+    return fields
+
+  def _file_jax(self) -> str:
+    from jaxpr_proto.versions import jax_version_of
+    v = jax_version_of(self.m)
+    return f" (the file was written by JAX {v})" if v else ""
 
   # --- jaxprs -------------------------------------------------------------
   def _decode_jaxpr(self, msg: pb.Jaxpr, path: str):

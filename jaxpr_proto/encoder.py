@@ -21,7 +21,7 @@ from jaxpr_proto.dtypes import encode_dtype
 from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.registry import REGISTRY
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from jaxpr_proto.versions import FORMAT_MAJOR, FORMAT_MINOR
+from jaxpr_proto.versions import stamp
 
 _MS = {_jax.MemorySpace.Device: pb.MEMORY_SPACE_DEVICE_UNSPECIFIED,
        _jax.MemorySpace.Host: pb.MEMORY_SPACE_HOST,
@@ -47,6 +47,7 @@ class Encoder:
     self._params: dict[bytes, int] = {}
     self.rules: dict[object, int] = {}
     self.namespaces: set[str] = set()
+    self.features: set[str] = set()
     self.m.tracebacks.add()
     self.m.name_stacks.add()
     self._default_ctx = self._intern_context(_jax.default_context())
@@ -56,8 +57,6 @@ class Encoder:
   # --- module -------------------------------------------------------------
   def module(self, closed_jaxpr) -> pb.Module:
     m = self.m
-    m.format_version.major = FORMAT_MAJOR
-    m.format_version.minor = FORMAT_MINOR
     m.producer.jaxpr_proto_version = jaxpr_proto.__version__
     m.producer.jax_version = jax.__version__
     m.producer.jaxlib_version = jax.lib.__version__ if hasattr(jax.lib, "__version__") else jax.__version__
@@ -66,6 +65,8 @@ class Encoder:
       m.namespaces.add(namespace=ns, version=jax.__version__ if ns.startswith("jax") else "")
     if self._symbolic_scope is not None:
       m.symbolic_scope.constraints.extend(_jax.symbolic_constraints(self._symbolic_scope))
+    m.required_features.extend(sorted(self.features))
+    stamp(m)  # the oldest format version that reads this file
     return m
 
   # --- interning ----------------------------------------------------------
@@ -117,6 +118,11 @@ class Encoder:
       msg.cur_abstract_mesh.CopyFrom(values.encode_mesh(ctx.cur_abstract_mesh, "ctx"))
       if ctx.xla_metadata is not None:
         msg.xla_metadata.CopyFrom(self.value(dict(ctx.xla_metadata), "ctx.xla_metadata"))
+      for name, unset in _jax.CONTEXT_FIELDS.items():
+        v = getattr(ctx, name, unset)
+        if not values.same_value(v, unset):
+          msg.fields.add(name=name, value=self.value(v, f"ctx.{name}"))
+          self.features.add("eqn_context_fields")
       i = self._contexts[id(ctx)] = len(self.m.contexts)
       self._keep.append(ctx)
       self.m.contexts.append(msg)
@@ -389,8 +395,12 @@ def _record(enc, v, path):
   name = values.record_name(type(v))
   if name is None:
     raise EncodeError(f"type {type(v).__module__}.{type(v).__qualname__} is not allow-listed", path)
+  return _named_record(enc, name, dict(values.record_fields(v)), path)
+
+
+def _named_record(enc, name, fields, path):
   out = pb.Value(record=pb.Record(type=name))
-  for f, x in values.record_fields(v):
+  for f, x in fields.items():
     out.record.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))
   return out
 
@@ -417,8 +427,9 @@ _VALUE_ENCODERS = {
     _jax.TypedInt: _array(_K.ARRAY_KIND_TYPED_INT),
     _jax.TypedFloat: _array(_K.ARRAY_KIND_TYPED_FLOAT),
     _jax.TypedComplex: _array(_K.ARRAY_KIND_TYPED_COMPLEX),
-    _jax.ClosedJaxpr: lambda enc, v, path: pb.Value(closed_jaxpr=enc.closed_jaxpr(v, path)),
     _jax.Jaxpr: lambda enc, v, path: pb.Value(jaxpr=enc.jaxpr(v, path)),
+    # After Jaxpr: from JAX 0.11 they are one class, and every jaxpr is closed.
+    _jax.ClosedJaxpr: lambda enc, v, path: pb.Value(closed_jaxpr=enc.closed_jaxpr(v, path)),
     _jax.AbstractMesh: lambda enc, v, path: pb.Value(mesh=values.encode_mesh(v, path)),
     _jax.Mesh: lambda enc, v, path: pb.Value(mesh=values.encode_mesh(v, path)),
     _jax.PartitionSpec: lambda enc, v, path: pb.Value(partition_spec=values.encode_spec(v, path)),
@@ -440,6 +451,7 @@ _FAMILY_ENCODERS = [
     (lambda v: _jax.is_symbolic_dim(v), lambda enc, v, path: pb.Value(symbolic_dim=enc.symbolic_dim(v, path))),
     (lambda v: isinstance(v, enum.Enum), _enum),
     (_is_record, _record),
+    (lambda v: _jax.policy_record(v) is not None, lambda enc, v, path: _named_record(enc, *_jax.policy_record(v), path)),
     (lambda v: param_codecs.extension_for(v) is not None, lambda enc, v, path: pb.Value(extension=param_codecs.encode_extension(enc, v, path))),
 ]
 

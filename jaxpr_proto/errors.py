@@ -27,6 +27,15 @@ class VersionError(DecodeError):
   """A file needs a newer reader (format major or features)."""
 
 
+class InternalError(DecodeError):
+  """jaxpr_proto failed in a way its checks did not foresee: a bug, or a JAX
+  change that its adapter does not know. Not a verdict on the file."""
+
+
+class UnsupportedJaxError(Error, ImportError):
+  """The running JAX has no adapter in this jaxpr_proto (raised on import)."""
+
+
 class CheckError(DecodeError):
   """`jp.check(..., raise_on_error=True)` found errors; `.errors` lists them as (path, message)."""
 

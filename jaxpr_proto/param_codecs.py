@@ -105,7 +105,8 @@ def decode_param(dec, prim_name, msg, path):
 def _closure_args(fn, factory, argnames):
   """The factory arguments that built the closure `fn`, or None."""
   probe = factory(*([None] * len(argnames)))
-  if not isinstance(fn, types.FunctionType) or fn.__code__ is not probe.__code__:
+  if (not isinstance(fn, types.FunctionType) or not isinstance(probe, types.FunctionType)
+      or fn.__code__ is not probe.__code__):
     return None
   cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
   return [cells.get(a) for a in argnames]
@@ -129,11 +130,72 @@ def extension_for(v):
     # Devices are written by platform and local index, and bound on load.
     same = [d for d in jax.local_devices() if d.platform == v.platform]
     return "jax::device", [("platform", v.platform), ("index", same.index(v) if v in same else v.id)]
+  ft = _jax.flattree_fields(v)
+  if ft is not None:
+    return f"jax::flattree.{ft[0]}", ft[1]
+  if _jax.is_hiprim(v):
+    return "jax::hiprim", _hiprim_fields  # fields computed (or refused) in encode_extension
   return _policy_extension(v)
+
+
+def _hiprim_fields(v, path):
+  for name, (cls, _) in _jax.HIPRIMS.items():
+    if type(v) is cls:
+      return [("type", name), ("in_avals", tuple(v.in_avals)), ("out_aval", v.out_aval),
+              ("params", dict(v.params))]
+  raise EncodeError(
+      f"HiJAX primitive {type(v).__module__}.{type(v).__qualname__} is not supported "
+      f"(jaxpr_proto rebuilds only {', '.join(sorted(_jax.HIPRIMS)) or 'none'} on JAX "
+      f"{jax.__version__}; custom_root's holds Python functions)", path)
+
+
+def _decode_hiprim(fields: dict, path: str):
+  if set(fields) != {"type", "in_avals", "out_aval", "params"}:
+    raise DecodeError(f"jax::hiprim needs fields type, in_avals, out_aval, params; got {sorted(fields)}", path)
+  name, in_avals, params = fields["type"], fields["in_avals"], fields["params"]
+  entry = _jax.HIPRIMS.get(name) if isinstance(name, str) else None
+  if entry is None:
+    from jaxpr_proto.errors import VersionError
+    raise VersionError(f"HiJAX primitive {name!r} is not known to JAX {jax.__version__}", path)
+  if not isinstance(in_avals, tuple) or not isinstance(params, dict) or not all(
+      isinstance(k, str) for k in params):
+    raise DecodeError("jax::hiprim needs a tuple of in_avals and a dict of params", path)
+  try:
+    prim = entry[1](in_avals, fields["out_aval"], params)
+  except Exception as e:  # the constructor's own checks
+    raise DecodeError(f"cannot build {name}: {type(e).__name__}: {e}", path) from None
+  if prim.out_aval != fields["out_aval"]:  # what the eqn's outputs are typed by
+    raise DecodeError(f"{name}: out_aval {fields['out_aval']} does not follow from its inputs "
+                      f"and params ({prim.out_aval})", path)
+  return prim
+
+
+# The fields of each FlatTree extension ("jax::flattree.<kind>").
+FLATTREE_FIELDS = {"tuple": ("elts",), "pytree": ("xs", "tree"), "singleton": ("val",),
+                   "static": ("val",), "filtered": ("val",), "dict": ("keys", "vals"),
+                   "either": ("is_right", "val")}
+
+
+def _decode_flattree(kind: str, fields: dict, path: str):
+  expected = FLATTREE_FIELDS.get(kind)
+  if expected is None:
+    raise DecodeError(f"unknown FlatTree kind {kind!r}", path)
+  if set(fields) != set(expected):
+    raise DecodeError(f"jax::flattree.{kind} needs fields {list(expected)}, got {sorted(fields)}", path)
+  build = _jax.FLATTREE_BUILDERS.get(kind)
+  if build is None:  # a JAX without FlatTrees: for the upgraders
+    from jaxpr_proto.upgraders import FlatTreeStandIn
+    return FlatTreeStandIn(kind, fields)
+  try:
+    return build(fields)
+  except Exception as e:  # the constructors assert their parts' types
+    raise DecodeError(f"cannot build jax::flattree.{kind}: {type(e).__name__}: {e}", path) from None
 
 
 def encode_extension(enc, v, path) -> pb.Extension:
   name, fields = extension_for(v)
+  if callable(fields):
+    fields = fields(v, path)
   out = pb.Extension(codec=name)
   for f, x in fields:
     out.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))
@@ -152,6 +214,10 @@ def decode_extension(dec, msg: pb.Extension, path):
     if not isinstance(name, str):
       raise DecodeError("prng_impl needs a str name", path)
     return _jax.key_impl(name, path)
+  if msg.codec == "jax::hiprim":
+    return _decode_hiprim(fields, path)
+  if msg.codec.startswith("jax::flattree."):
+    return _decode_flattree(msg.codec[len("jax::flattree."):], fields, path)
   factory = _jax.policy_factories().get(msg.codec)
   if factory is None:
     raise DecodeError(f"unknown extension codec {msg.codec!r}", path)

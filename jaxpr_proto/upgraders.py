@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from jaxpr_proto import _jax
+from jaxpr_proto import _jax, _param_tables, values
 from jaxpr_proto.errors import VersionError
 
 Version = tuple[int, ...]
@@ -45,15 +45,66 @@ class Change:
   """One change of a primitive in JAX release `since`."""
   since: Version
   primitive: str       # the primitive's name as of `since`
-  kind: str            # add_param | remove_param | rename_param | convert_param | rename_primitive
+  kind: str            # add_param | remove_param | rename_param | convert_param | rename_primitive | rewrite
   param: str = ""      # the param (the old name, for rename_param)
   new: str = ""        # the new name (rename_param, rename_primitive)
   # add_param: the value that means "as before" (a callable gets the params);
   # remove_param: the value to restore when downgrading.
   default: Any = None
-  up: Callable | None = None    # convert_param/rename_param: old value -> new value
-  down: Callable | None = None  # convert_param/rename_param: new value -> old value
+  # convert_param/rename_param: old value -> new value (and back);
+  # rewrite: changes the params dict in place, old form -> new form (and back).
+  up: Callable | None = None
+  down: Callable | None = None
   note: str = ""
+
+
+class FlatTreeStandIn:
+  """A FlatTree (JAX >= 0.11's scan ft_in/ft_out) read by a JAX without
+  FlatTrees: just enough of it for the upgraders (its leaf count, its parts)."""
+  __slots__ = ("kind", "fields")
+
+  def __init__(self, kind: str, fields: dict):
+    self.kind, self.fields = kind, fields
+
+  def parts(self) -> list:
+    """The children of a tuple node."""
+    if self.kind != "tuple":
+      raise VersionError(f"expected a FlatTree tuple, got a {self.kind}")
+    return list(self.fields["elts"])
+
+  def __len__(self) -> int:
+    k, f = self.kind, self.fields
+    if k == "tuple":
+      return sum(len(e) for e in f["elts"])
+    if k == "dict":
+      return sum(len(e) for e in f["vals"])
+    if k == "pytree":
+      return len(f["xs"])
+    if k == "singleton":
+      return 1
+    if k == "static":
+      return 0
+    if k == "filtered":  # counts the Right leaves
+      return _count_rights(f["val"])
+    raise VersionError(f"cannot count the leaves of a FlatTree {k}")
+
+  def __repr__(self) -> str:
+    return f"FlatTree.{self.kind}({self.fields})"
+
+
+def _count_rights(t) -> int:
+  if isinstance(t, FlatTreeStandIn):
+    if t.kind == "either":
+      return 1 if t.fields["is_right"] else 0
+    sub = {"tuple": "elts", "dict": "vals"}.get(t.kind)
+    if sub:
+      return sum(_count_rights(e) for e in t.fields[sub])
+    if t.kind in ("singleton", "filtered"):
+      return _count_rights(t.fields["val"])
+    if t.kind == "pytree":
+      return sum(_count_rights(x) for x in t.fields["xs"])
+    return 0
+  return 0
 
 
 def _v(s: str) -> Version:
@@ -78,6 +129,27 @@ def _newly_manual_down(value, params):
   return frozenset(value) | _mesh_manual(params)
 
 
+def _scan_flattrees_up(params):
+  """JAX 0.11's scan groups its operands with FlatTrees instead of counts."""
+  nc, nk = params.pop("num_consts"), params.pop("num_carry")
+  jaxpr = params["jaxpr"]
+  nx, ny = len(jaxpr.in_avals) - nc - nk, len(jaxpr.out_avals) - nk
+  params["ft_in"], params["ft_out"] = _jax.scan_flattrees(nc, nk, nx, ny)
+
+
+def _scan_flattrees_down(params):
+  consts, carry, _ = _parts(params.pop("ft_in"), 3, "ft_in")
+  params.pop("ft_out")
+  params["num_consts"], params["num_carry"] = len(consts), len(carry)
+
+
+def _parts(t, n: int, name: str) -> list:
+  parts = t.parts() if isinstance(t, FlatTreeStandIn) else None
+  if parts is None or len(parts) != n:
+    raise VersionError(f"scan's {name} is not a FlatTree of {n} parts")
+  return parts
+
+
 CHANGES: list[Change] = [
     # --- JAX 0.10.0 ---------------------------------------------------------
     Change(_v("0.10.0"), "mul", "add_param", "out_dtype", default=None),
@@ -91,6 +163,18 @@ CHANGES: list[Change] = [
            up=_newly_manual_up, down=_newly_manual_down),
     Change(_v("0.10.0"), "ag_start", "rename_primitive", new="all_gather_start"),
     Change(_v("0.10.0"), "ag_done", "rename_primitive", new="all_gather_done"),
+    # --- JAX 0.11.0 ---------------------------------------------------------
+    Change(_v("0.11.0"), "scan", "rewrite", "num_consts,num_carry -> ft_in,ft_out",
+           up=_scan_flattrees_up, down=_scan_flattrees_down),
+    Change(_v("0.11.0"), "composite", "rename_param", "jaxpr", new="call_jaxpr"),
+    Change(_v("0.11.0"), "reduce_max", "add_param", "out_sharding", default=None),
+    Change(_v("0.11.0"), "reduce_min", "add_param", "out_sharding", default=None),
+    Change(_v("0.11.0"), "top_k", "add_param", "is_stable", default=True,
+           note="JAX 0.10's top_k was stable"),
+    Change(_v("0.11.0"), "new_ref", "add_param", "pin", default=False),
+    Change(_v("0.11.0"), "empty_ref", "add_param", "pin", default=False),
+    # --- JAX 0.12.0 ---------------------------------------------------------
+    Change(_v("0.12.0"), "erfc", "add_param", "accuracy", default=None),
 ]
 
 # Allow-listed param types (enums, records) that moved between modules, and
@@ -111,41 +195,18 @@ def type_alias(name: str) -> str | None:
   return None
 
 
-def _policy_records() -> dict[str, Callable]:
-  """Remat policies that JAX 0.10 writes as records and JAX 0.9 builds as closures."""
-  p = _jax.checkpoint_policies
-  return {
-      "jax::ad_checkpoint.SaveOnlyTheseNames":
-          lambda f: p.save_only_these_names(*sorted(f["saveable_names"])),
-      "jax::ad_checkpoint.SaveAnyNamesButThese":
-          lambda f: p.save_any_names_but_these(*sorted(f["names"])),
-      "jax::ad_checkpoint.DotsSaveable":
-          lambda f: (p.dots_with_no_batch_dims_saveable if f["only_if_no_batch_dims"]
-                     else p.dots_saveable),
-  }
-
-
 def foreign_record(name: str):
-  """A builder for a record type this JAX lacks but can express otherwise, or None."""
-  if _jax.SaveOnlyTheseNames is None:  # JAX 0.9
-    return _policy_records().get(name)
-  return None
+  """A builder for a record type this JAX lacks but can express otherwise
+  (the remat policies that JAX 0.9 and 0.12 build as closures), or None."""
+  return _jax.closure_policy(name)
 
 
 # --- the adapter -------------------------------------------------------------
 
-_KNOWN: dict[str, dict] = {}
-
-
 def _known_params(version: Version) -> dict[str, frozenset]:
   """{primitive: param names} of a JAX minor (tools/param_names.py), or {}
   for a JAX minor without a table."""
-  minor = ".".join(map(str, version[:2]))
-  known = _KNOWN.get(minor)
-  if known is None:
-    from jaxpr_proto._param_names import PARAM_NAMES
-    known = _KNOWN[minor] = {k: frozenset(v) for k, v in PARAM_NAMES.get(minor, {}).items()}
-  return known
+  return _param_tables.param_names(version)
 
 
 _RENAMED_TO = {c.primitive: c.new for c in CHANGES if c.kind == "rename_primitive"}
@@ -157,13 +218,6 @@ def _newest_name(name: str) -> str:
     seen.add(name)
     name = _RENAMED_TO[name]
   return name
-
-
-def _same(a, b) -> bool:
-  try:
-    return bool(a == b) and type(a) is type(b)
-  except Exception:
-    return False
 
 
 def _fmt(v: Version) -> str:
@@ -193,6 +247,9 @@ class Upgrader:
         else:
           self._prim_names[c.primitive] = c.new
 
+    # Every jaxpr is closed from JAX 0.11 (see _jax.UNIFIED_JAXPR).
+    self.closes_jaxprs = file[:2] >= (0, 11) > reader[:2]
+
   def __bool__(self) -> bool:
     return bool(self.changes) or self.newer
 
@@ -207,11 +264,22 @@ class Upgrader:
     """Adapts the params (decoded, in a fresh dict) of one eqn of `prim_name`
     (this JAX's name), then refuses a param this JAX's primitive does not take."""
     for c in self._by_prim.get(_newest_name(prim_name), ()):
-      where = f"{path}.params.{c.param}"
-      if not self.newer:
-        self._up(c, params, where)
-      else:
-        self._down(c, prim_name, params, where)
+      where = f"{path}.params" if c.kind == "rewrite" else f"{path}.params.{c.param}"
+      try:
+        if not self.newer:
+          self._up(c, params, where)
+        else:
+          self._down(c, prim_name, params, where)
+      except VersionError as e:
+        raise VersionError(f"primitive {prim_name}: {e.message} ({self.describe()})",
+                           e.path or where) from None
+    if self.closes_jaxprs:
+      self._open_jaxprs(prim_name, params, path)
+    for name, v in params.items():
+      if isinstance(v, FlatTreeStandIn):
+        raise VersionError(
+            f"primitive {prim_name} param {name} is a FlatTree, which JAX "
+            f"{_fmt(self.reader)} lacks ({self.describe()})", f"{path}.params.{name}")
     known = _known_params(self.reader).get(prim_name)
     if known is not None:
       for name in params:
@@ -221,6 +289,19 @@ class Upgrader:
               f"JAX {_fmt(self.reader)} does not take ({self.describe()}"
               f"{'' if self.newer else '; no upgrader knows it'})", f"{path}.params.{name}")
     return params
+
+  def _open_jaxprs(self, prim_name: str, params: dict, path: str) -> None:
+    """Files of JAX >= 0.11 hold every jaxpr closed; an older JAX wants some
+    params open (a Jaxpr without consts)."""
+    for name in _param_tables.open_jaxpr_params(self.reader).get(prim_name, ()):
+      v = params.get(name)
+      if isinstance(v, _jax.ClosedJaxpr):
+        if v.consts:
+          raise VersionError(
+              f"primitive {prim_name} param {name} is a jaxpr with constants, which the "
+              f"{prim_name} of JAX {_fmt(self.reader)} cannot hold ({self.describe()})",
+              f"{path}.params.{name}")
+        params[name] = v.jaxpr
 
   def _up(self, c: Change, params: dict, where: str) -> None:
     if c.kind == "add_param":
@@ -235,6 +316,8 @@ class Upgrader:
     elif c.kind == "convert_param":
       if c.param in params and c.up is not None:
         params[c.param] = c.up(params[c.param], params)
+    elif c.kind == "rewrite":
+      c.up(params)
 
   def _down(self, c: Change, prim_name: str, params: dict, where: str) -> None:
     if c.kind == "add_param":
@@ -242,7 +325,7 @@ class Upgrader:
       if v is _MISSING:
         return
       default = c.default(params) if callable(c.default) else c.default
-      if not _same(v, default):
+      if not values.same_value(v, default):
         raise VersionError(
             f"primitive {prim_name} has param {c.param}={v!r}, which needs JAX >= "
             f"{_fmt(c.since)} ({self.describe()}); only the default "
@@ -262,6 +345,8 @@ class Upgrader:
               f"primitive {prim_name} param {c.param} has the type of JAX >= "
               f"{_fmt(c.since)} ({self.describe()})", where)
         params[c.param] = c.down(params[c.param], params)
+    elif c.kind == "rewrite":
+      c.down(params)
 
 
 def for_module(m) -> Upgrader | None:

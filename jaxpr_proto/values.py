@@ -58,6 +58,14 @@ _ENUM_NAMES = {cls: name for name, cls in ENUM_TYPES.items()}
 _RECORD_NAMES = {cls: name for name, cls in RECORD_TYPES.items()}
 
 
+def same_value(a, b) -> bool:
+  """a == b, of the same type (a param or field that holds its default)."""
+  try:
+    return bool(a == b) and type(a) is type(b)
+  except Exception:
+    return False
+
+
 def enum_name(cls):
   return _ENUM_NAMES.get(cls)
 
@@ -287,7 +295,7 @@ def decode_mesh(msg: pb.Mesh, path: str):
     ad = None
     if msg.HasField("abstract_device"):
       a = msg.abstract_device
-      ad = _jax.AbstractDevice(a.device_kind, a.num_cores if a.HasField("num_cores") else None,
+      ad = _jax.abstract_device(a.device_kind, a.num_cores if a.HasField("num_cores") else None,
                                a.platform)
     return _jax.AbstractMesh(sizes, names, types, abstract_device=ad)
   if not names:

@@ -24,12 +24,16 @@ from __future__ import annotations
 from jaxpr_proto.errors import VersionError
 
 FORMAT_MAJOR = 1
-FORMAT_MINOR = 0
+FORMAT_MINOR = 1
 
 # Optional features this reader understands (Module.required_features), with
 # the format minor that introduced each. A writer lists a feature in
 # required_features only when the file really depends on it.
-FEATURES: dict[str, int] = {}
+FEATURES: dict[str, int] = {
+    # 1.1: EqnContext.fields (eqn-context fields of JAX >= 0.11). A 1.0
+    # reader would drop them silently, so a file that has any requires this.
+    "eqn_context_fields": 1,
+}
 SUPPORTED_FEATURES: frozenset[str] = frozenset(FEATURES)
 
 # The schema additions of each format minor after 1.0, as predicates on a

@@ -365,18 +365,20 @@ class NameScope(_message.Message):
     def __init__(self, name: _Optional[str] = ..., transform: _Optional[bool] = ...) -> None: ...
 
 class EqnContext(_message.Message):
-    __slots__ = ("compute_type", "threefry_partitionable", "cur_abstract_mesh", "remove_size_one_mesh_axis", "xla_metadata")
+    __slots__ = ("compute_type", "threefry_partitionable", "cur_abstract_mesh", "remove_size_one_mesh_axis", "xla_metadata", "fields")
     COMPUTE_TYPE_FIELD_NUMBER: _ClassVar[int]
     THREEFRY_PARTITIONABLE_FIELD_NUMBER: _ClassVar[int]
     CUR_ABSTRACT_MESH_FIELD_NUMBER: _ClassVar[int]
     REMOVE_SIZE_ONE_MESH_AXIS_FIELD_NUMBER: _ClassVar[int]
     XLA_METADATA_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
     compute_type: str
     threefry_partitionable: bool
     cur_abstract_mesh: Mesh
     remove_size_one_mesh_axis: bool
     xla_metadata: Value
-    def __init__(self, compute_type: _Optional[str] = ..., threefry_partitionable: _Optional[bool] = ..., cur_abstract_mesh: _Optional[_Union[Mesh, _Mapping]] = ..., remove_size_one_mesh_axis: _Optional[bool] = ..., xla_metadata: _Optional[_Union[Value, _Mapping]] = ...) -> None: ...
+    fields: _containers.RepeatedCompositeFieldContainer[Param]
+    def __init__(self, compute_type: _Optional[str] = ..., threefry_partitionable: _Optional[bool] = ..., cur_abstract_mesh: _Optional[_Union[Mesh, _Mapping]] = ..., remove_size_one_mesh_axis: _Optional[bool] = ..., xla_metadata: _Optional[_Union[Value, _Mapping]] = ..., fields: _Optional[_Iterable[_Union[Param, _Mapping]]] = ...) -> None: ...
 
 class Aval(_message.Message):
     __slots__ = ("shaped_array", "token", "ref")

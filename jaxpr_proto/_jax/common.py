@@ -1,5 +1,6 @@
-"""Every use of JAX internals (`jax._src`) lives here, so that a new JAX release
-is a one-file change. The rest of the package imports JAX objects from here."""
+"""What every supported JAX minor shares (the JAX 0.10 form). The per-minor
+adapters (v0_9.py ... v0_12.py) start from this and redefine what differs;
+see jaxpr_proto/_jax/__init__.py."""
 from __future__ import annotations
 
 import jax
@@ -36,7 +37,6 @@ abstract_token = core.abstract_token
 DebugInfo = core.DebugInfo
 JaxprEqnContext = core.JaxprEqnContext
 MemorySpace = core.MemorySpace
-ManualAxisType = getattr(core, "ManualAxisType", None)  # JAX 0.9: see the end
 SourceInfo = source_info_util.SourceInfo
 NameStack = source_info_util.NameStack
 Scope = source_info_util.Scope
@@ -58,7 +58,6 @@ Effect = effects_lib.Effect
 WrappedFun = lu.WrappedFun
 wrap_init = lu.wrap_init
 eval_jaxpr = core.eval_jaxpr
-check_jaxpr = getattr(jex_core, "check_jaxpr", core.check_jaxpr)  # JAX 0.9: only in core
 jaxpr_as_fun = jex_core.jaxpr_as_fun
 trace_to_jaxpr_dynamic = pe.trace_to_jaxpr_dynamic
 convert_constvars_jaxpr = pe.convert_constvars_jaxpr
@@ -67,17 +66,6 @@ convert_constvars_jaxpr = pe.convert_constvars_jaxpr
 def eqn(invars, outvars, primitive, params, effects, source_info, ctx):
   return core.JaxprEqn(invars, outvars, primitive, params, effects,
                        source_info, ctx)
-
-
-def make_context(compute_type, threefry_partitionable, cur_abstract_mesh,
-                 remove_size_one_mesh_axis, xla_metadata):
-  return core.JaxprEqnContext._create(
-      compute_type, threefry_partitionable, cur_abstract_mesh,
-      remove_size_one_mesh_axis, xla_metadata)
-
-
-def default_context():
-  return core.JaxprEqnContext()
 
 
 def empty_source_info():
@@ -129,9 +117,72 @@ def is_symbolic_dim(d) -> bool:
 
 # --- remat policies --------------------------------------------------------
 checkpoint_policies = ad_checkpoint.checkpoint_policies
-DotsSaveable = getattr(ad_checkpoint, "DotsSaveable", None)  # JAX 0.9: policies are closures
-SaveOnlyTheseNames = getattr(ad_checkpoint, "SaveOnlyTheseNames", None)
-SaveAnyNamesButThese = getattr(ad_checkpoint, "SaveAnyNamesButThese", None)
+
+
+# JAX 0.10 and 0.11 build the named remat policies as records (DotsSaveable,
+# SaveOnlyTheseNames, SaveAnyNamesButThese); JAX 0.9 and 0.12 build them as
+# closures. Files always carry the record form, so that they move between
+# releases; these two functions convert in the closure releases.
+
+def policy_record(fn):
+  """(record name, {field: value}) of a remat policy closure, or None."""
+  import types
+  if not isinstance(fn, types.FunctionType):
+    return None
+  p = checkpoint_policies
+  if fn is p.dots_saveable:
+    return "jax::ad_checkpoint.DotsSaveable", {"only_if_no_batch_dims": False}
+  if fn is p.dots_with_no_batch_dims_saveable:
+    return "jax::ad_checkpoint.DotsSaveable", {"only_if_no_batch_dims": True}
+  for factory, record, field in (
+      (p.save_only_these_names, "jax::ad_checkpoint.SaveOnlyTheseNames", "saveable_names"),
+      (p.save_any_names_but_these, "jax::ad_checkpoint.SaveAnyNamesButThese", "names")):
+    probe = factory("x")
+    if isinstance(probe, types.FunctionType) and fn.__code__ is probe.__code__:
+      (names,) = (c.cell_contents for c in fn.__closure__)
+      return record, {field: frozenset(names)}
+  return None
+
+
+def closure_policy(record_name: str):
+  """A builder (fields -> policy closure) for a policy record this JAX lacks, or None."""
+  p = checkpoint_policies
+  return {
+      "jax::ad_checkpoint.SaveOnlyTheseNames":
+          lambda f: p.save_only_these_names(*sorted(f["saveable_names"])),
+      "jax::ad_checkpoint.SaveAnyNamesButThese":
+          lambda f: p.save_any_names_but_these(*sorted(f["names"])),
+      "jax::ad_checkpoint.DotsSaveable":
+          lambda f: (p.dots_with_no_batch_dims_saveable if f["only_if_no_batch_dims"]
+                     else p.dots_saveable),
+  }.get(record_name)
+
+
+# FlatTree params (JAX >= 0.11; see v0_11.py). This JAX has none: files that
+# carry them are read into upgraders.FlatTreeStandIn for the upgraders.
+def flattree_fields(v):
+  return None
+
+
+FLATTREE_BUILDERS: dict = {}
+
+
+def scan_flattrees(num_consts, num_carry, num_xs, num_ys):
+  raise NotImplementedError("FlatTrees need JAX >= 0.11")
+
+# HiJAX primitives (JAX >= 0.11): call_hi_primitive's `_prim` param is an
+# object of a HiPrim class. Those a file may carry, by registered name:
+# {name: (class, build(in_avals, params))}; see v0_12.py.
+HIPRIMS: dict = {}
+
+
+def is_hiprim(v) -> bool:
+  return False
+
+
+def jaxpr_key(j) -> int:
+  """Identifies a jaxpr across its closed forms (see v0_11.py)."""
+  return id(j)
 
 
 def no_current_trace():
@@ -184,84 +235,6 @@ def extra_enum_types():
 def local_device(platform: str, index: int):
   devs = [d for d in jax.local_devices() if d.platform == platform] or jax.local_devices()
   return devs[index % len(devs)] if devs else None
-
-
-# --- JAX version branches ----------------------------------------------------
-# jaxpr_proto targets JAX 0.10.x; JAX 0.9.x is supported for reading and
-# writing files across releases (tests/test_cross_jax.py). Each branch below
-# names what differs.
-
-def parse_version(v: str) -> tuple[int, ...]:
-  """'0.10.2' -> (0, 10, 2); '0.10.3.dev20260101' -> (0, 10, 3); '' -> ()."""
-  out = []
-  for part in str(v).split("."):
-    digits = ""
-    for c in part:
-      if not c.isdigit():
-        break
-      digits += c
-    if not digits or len(digits) > 9:  # not a release number
-      break
-    out.append(int(digits))
-    if digits != part:
-      break
-  return tuple(out)
-
-
-JAX_VERSION = parse_version(jax.__version__)
-
-
-def manual_axis_type(aval):
-  """The aval's manual axes: an object with .varying, .unreduced, .reduced."""
-  return aval.manual_axis_type
-
-
-shaped_array = ShapedArray
-
-if not hasattr(core, "ManualAxisType"):
-  # JAX 0.9: the varying manual axes are ShapedArray.vma, and unreduced /
-  # reduced axes live only in the sharding's PartitionSpec.
-  from jax._src import config as _config
-  from jax._src import xla_metadata_lib as _xla_metadata_lib
-
-  class ManualAxisType:  # type: ignore[no-redef]
-    __slots__ = ("varying", "unreduced", "reduced")
-
-    def __init__(self, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
-      self.varying, self.unreduced, self.reduced = varying, unreduced, reduced
-
-  def manual_axis_type(aval):  # noqa: F811
-    spec = getattr(aval.sharding, "spec", None)
-    return ManualAxisType(varying=frozenset(aval.vma),
-                          unreduced=frozenset(getattr(spec, "unreduced", ())),
-                          reduced=frozenset(getattr(spec, "reduced", ())))
-
-  def shaped_array(shape, dtype, weak_type=False, *, sharding=None,  # noqa: F811
-                   manual_axis_type=None, memory_space=MemorySpace.Device):
-    vma = frozenset()
-    if manual_axis_type is not None:
-      spec = getattr(sharding, "spec", None)
-      for kind in ("unreduced", "reduced"):
-        axes = getattr(manual_axis_type, kind)
-        if axes and not axes <= frozenset(getattr(spec, kind, ())):
-          raise ValueError(f"{kind} manual axes outside the sharding need JAX >= 0.10")
-      vma = manual_axis_type.varying
-    return ShapedArray(shape, dtype, weak_type, sharding=sharding, vma=vma,
-                       memory_space=memory_space)
-
-  def make_context(compute_type, threefry_partitionable, cur_abstract_mesh,  # noqa: F811
-                   remove_size_one_mesh_axis, xla_metadata):
-    ctx = core.JaxprEqnContext(compute_type, threefry_partitionable,
-                               None if xla_metadata is None else dict(xla_metadata))
-    ctx.cur_abstract_mesh = cur_abstract_mesh
-    ctx.remove_size_one_mesh_axis = remove_size_one_mesh_axis
-    return ctx
-
-  def default_context():  # noqa: F811
-    return core.JaxprEqnContext(
-        _config.compute_on_context_manager.value,
-        _config.threefry_partitionable.value,
-        _xla_metadata_lib.current_xla_metadata())
 
 
 # --- type checking (jaxpr_proto.checker) -------------------------------------
@@ -378,28 +351,6 @@ EFFECT_SINGLETONS = {
 INPUT_EFFECTS = {"jax::ref_read": state_types.ReadEffect,
                  "jax::ref_write": state_types.WriteEffect,
                  "jax::ref_accum": state_types.AccumEffect}
-
-
-_AbstractDevice = mesh_lib.AbstractDevice
-_DEVICE_HAS_PLATFORM = "platform" in getattr(_AbstractDevice, "__dataclass_fields__", {"platform": None})
-
-
-def AbstractDevice(device_kind, num_cores=None, platform=None):  # noqa: F811
-  """mesh.AbstractDevice. JAX 0.9's has no platform: files it wrote have none,
-  which is taken from the local devices of that kind."""
-  if not _DEVICE_HAS_PLATFORM:
-    return _AbstractDevice(device_kind, num_cores)
-  if not platform:
-    platform = next((d.platform for d in jax.local_devices() if d.device_kind == device_kind),
-                    str(device_kind).lower())
-  return _AbstractDevice(device_kind, num_cores, platform)
-
-
-def typed_ndarray(x):
-  """A literal's TypedNdArray (JAX 0.10 takes an optional aval, JAX 0.9 a weak_type bool)."""
-  if JAX_VERSION[:2] < (0, 10):
-    return TypedNdArray(x, False)
-  return TypedNdArray(x, None)
 
 
 def pytree_node_registry():

@@ -1,0 +1,74 @@
+"""The adapter for JAX 0.11: the 0.10 adapter plus what 0.11 changed."""
+from jaxpr_proto._jax.v0_10 import *  # noqa: F401,F403
+from jaxpr_proto._jax.v0_10 import core
+from jax._src import flattree as _ft
+from jax._src import hijax as _hijax
+from jax._src import layout as _layout
+from jax._src import util as _util
+
+MINOR = (0, 11)
+
+# Jaxpr and ClosedJaxpr are one class: a jaxpr's constvars are its leading
+# inputs that have consts attached. Files write every jaxpr value as a closed
+# jaxpr; the upgraders turn those back into open jaxprs for older JAX.
+UNIFIED_JAXPR = True
+
+
+def jaxpr_key(j) -> int:
+  """Closing a jaxpr (Jaxpr(j, consts)) makes a new object that shares j's
+  eqn list: that list identifies it."""
+  return id(j.eqns)
+
+# JaxprEqnContext gained cur_layout_mode (between cur_abstract_mesh and
+# remove_size_one_mesh_axis).
+CONTEXT_FIELDS = {"cur_layout_mode": _layout.LayoutMode.AUTO}
+
+
+def make_context(compute_type, threefry_partitionable, cur_abstract_mesh,
+                 remove_size_one_mesh_axis, xla_metadata, fields):
+  return core.JaxprEqnContext._create(
+      compute_type, threefry_partitionable, cur_abstract_mesh,
+      fields["cur_layout_mode"], remove_size_one_mesh_axis, xla_metadata)
+
+
+# FlatTree params (scan's ft_in and ft_out), written as extensions
+# "jax::flattree.<kind>" with these fields (see param_codecs).
+def flattree_fields(v):
+  """(kind, [(field, value)]) of a FlatTree node or an Either, or None."""
+  t = type(v)
+  if t is _ft.FTTuple:
+    return "tuple", [("elts", tuple(v.elts))]
+  if t is _ft.FTPyTree:
+    return "pytree", [("xs", tuple(v.xs)), ("tree", v.tree)]
+  if t is _ft.FTSingleton:
+    return "singleton", [("val", v.val)]
+  if t is _ft.FTStatic:
+    return "static", [("val", v.val)]
+  if t is _ft.FTFiltered:
+    return "filtered", [("val", v.val)]
+  if t is _ft.FTDict:
+    return "dict", [("keys", tuple(v.keys)), ("vals", tuple(v._vals))]
+  if t is _util.Either:
+    return "either", [("is_right", v.is_right), ("val", v.val)]
+  return None
+
+
+FLATTREE_BUILDERS = {
+    "tuple": lambda f: _ft.FTTuple(*f["elts"]),
+    "pytree": lambda f: _ft.FTPyTree(f["xs"], f["tree"]),
+    "singleton": lambda f: _ft.FTSingleton(f["val"]),
+    "static": lambda f: _ft.FTStatic(f["val"]),
+    "filtered": lambda f: _ft.FTFiltered(f["val"]),
+    "dict": lambda f: _ft.FTDict(f["keys"], f["vals"]),
+    "either": lambda f: _util.Either(bool(f["is_right"]), f["val"]),
+}
+
+
+def is_hiprim(v) -> bool:
+  return isinstance(v, _hijax.HiPrim)
+
+
+def scan_flattrees(num_consts, num_carry, num_xs, num_ys):
+  """scan's ft_in and ft_out for operands given by counts (as lax.scan builds them)."""
+  return (_ft.pack((_ft.nones(num_consts), _ft.nones(num_carry), _ft.nones(num_xs))),
+          _ft.pack((_ft.nones(num_carry), _ft.nones(num_ys))))

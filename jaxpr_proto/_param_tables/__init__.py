@@ -1,0 +1,26 @@
+"""Generated tables of each JAX minor's primitives, one module per minor
+(v0_<minor>.py, written by tools/param_names.py under that JAX)."""
+from __future__ import annotations
+
+import functools
+import importlib
+
+
+@functools.cache
+def _table(minor: tuple[int, int]):
+  try:
+    return importlib.import_module(f"{__name__}.v{minor[0]}_{minor[1]}")
+  except ModuleNotFoundError:
+    return None
+
+
+def param_names(version) -> dict[str, frozenset]:
+  """{primitive: param names} of a JAX minor, or {} for a minor without a table."""
+  t = _table(tuple(version[:2]))
+  return {k: frozenset(v) for k, v in getattr(t, "PARAM_NAMES", {}).items()}
+
+
+def open_jaxpr_params(version) -> dict[str, frozenset]:
+  """{primitive: params that hold an open Jaxpr} of a JAX minor before 0.11."""
+  t = _table(tuple(version[:2]))
+  return {k: frozenset(v) for k, v in getattr(t, "OPEN_JAXPR_PARAMS", {}).items()}
