@@ -592,8 +592,8 @@ class _CheckingDecoder(_decoder.Decoder):
     except RecursionError:
       self._err(self.where, "structure nested too deeply")
       return None
-    except Exception as e:  # a gap in the decoder's checks: still reported
-      self._err(self.where, f"malformed file: {type(e).__name__}: {e}")
+    except Exception as e:  # a gap in the decoder's checks or a bug: still reported
+      self._err(self.where, _decoder.internal_error(e, self.where).message)
       return None
     for i, r in enumerate(m.rules):  # decoded lazily on load; here now
       kind = r.WhichOneof("kind")
@@ -608,7 +608,7 @@ class _CheckingDecoder(_decoder.Decoder):
         except Error as e:
           self._record(e)
         except Exception as e:
-          self._err(where, f"malformed rule: {type(e).__name__}: {e}")
+          self._err(where, _decoder.internal_error(e, where).message)
     return root
 
 

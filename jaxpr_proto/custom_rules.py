@@ -147,7 +147,7 @@ def _raise_trace_error(msg, path):
 def _trace_bwd(bwd, in_avals, out_avals):
   """Traces a Python bwd function to a jaxpr; zero outputs made explicit."""
   def bwd_flat(*args):
-    outs = bwd.call_wrapped(*args)
+    outs = _jax.bwd_cotangents(bwd.call_wrapped(*args))
     return [(_zeros(getattr(x, "aval", a)) if (x is None or _is_zero(x)) else x)
             for x, a in zip(outs, out_avals)]
   with _jax.no_current_trace():
@@ -272,7 +272,7 @@ class VjpRule:
   def _bwd_call(self, *args):
     if self._bwd is None:
       self._bwd = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
-    return _eval_with_zeros(self._bwd, args)
+    return _jax.bwd_return(_eval_with_zeros(self._bwd, args))
 
 
 class LinRule:

@@ -13,7 +13,8 @@ import jax
 
 from jaxpr_proto import _jax, _traceback, custom_rules, param_codecs, pytrees, upgraders, values
 from jaxpr_proto.dtypes import decode_dtype, jnp_scalar_type
-from jaxpr_proto.errors import DecodeError, Error, UnknownPrimitiveError, VersionError
+from jaxpr_proto.errors import (DecodeError, Error, InternalError, UnknownPrimitiveError,
+                                VersionError)
 from jaxpr_proto.registry import REGISTRY
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.versions import check_version
@@ -563,5 +564,14 @@ def decode(m: pb.Module, *, typecheck: bool = True):
     raise
   except RecursionError:
     raise DecodeError("structure nested too deeply", dec.where) from None
-  except Exception as e:  # a bug or a gap in the checks above: still a DecodeError
-    raise DecodeError(f"malformed file: {type(e).__name__}: {e}", dec.where) from None
+  except Exception as e:  # a bug, a gap in the checks above, or a JAX change
+    raise internal_error(e, dec.where) from e
+
+
+def internal_error(e: Exception, path: str) -> InternalError:
+  """The error for an exception the checks did not foresee: it does not blame
+  the file, and names both versions for a bug report."""
+  import jaxpr_proto
+  return InternalError(
+      f"internal error of jaxpr_proto {jaxpr_proto.__version__} with JAX {jax.__version__} "
+      f"(the file may be fine; please report this): {type(e).__name__}: {e}", path)

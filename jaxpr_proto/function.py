@@ -217,8 +217,9 @@ def decode_function(m: pb.Module, *, typecheck: bool = True) -> Function:
     raise
   except RecursionError:
     raise DecodeError("structure nested too deeply", "function") from None
-  except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
-    raise DecodeError(f"malformed function signature: {type(e).__name__}: {e}", "function") from None
+  except Exception as e:
+    from jaxpr_proto.decoder import internal_error
+    raise internal_error(e, "function") from e
   if in_avals != list(cj.in_avals):
     raise DecodeError("function.in_avals do not match the jaxpr's inputs", "function.in_avals")
   if out_avals != list(cj.out_avals):

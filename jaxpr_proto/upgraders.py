@@ -131,6 +131,8 @@ def _newly_manual_down(value, params):
 
 def _scan_flattrees_up(params):
   """JAX 0.11's scan groups its operands with FlatTrees instead of counts."""
+  if "num_consts" not in params or "num_carry" not in params or "jaxpr" not in params:
+    return  # not the old form: the type check will tell
   nc, nk = params.pop("num_consts"), params.pop("num_carry")
   jaxpr = params["jaxpr"]
   nx, ny = len(jaxpr.in_avals) - nc - nk, len(jaxpr.out_avals) - nk
@@ -138,8 +140,10 @@ def _scan_flattrees_up(params):
 
 
 def _scan_flattrees_down(params):
+  if "ft_in" not in params:
+    return  # not the new form: the type check will tell
   consts, carry, _ = _parts(params.pop("ft_in"), 3, "ft_in")
-  params.pop("ft_out")
+  params.pop("ft_out", None)
   params["num_consts"], params["num_carry"] = len(consts), len(carry)
 
 

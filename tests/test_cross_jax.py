@@ -1,24 +1,28 @@
-"""Files across JAX releases: written under an older JAX, read under this one, and back.
+"""Files across JAX releases: written under another JAX, read under this one, and back.
 
-A second virtual environment with an older JAX (`JAXPR_PROTO_OLD_JAX`,
-default 0.9.2) is built once in `.venv-jax<version>/` inside the checkout
-(ignored by git) and reused. It gets jaxpr_proto itself as an editable
-install, so both sides run this checkout's code. Then:
+For each other JAX release (`OTHER_JAX`: 0.9.2, 0.10.2, 0.11.2 and
+0.12.0.1, less the running one) a virtual environment `.venv-jax<major><minor>/`
+inside the checkout (ignored by git) holds that JAX, with this checkout's
+jaxpr_proto as an editable install, so both sides run this checkout's code.
+.ci/run builds them; a missing one is built here when its Python is found
+(JAX 0.11 and later need Python >= 3.12), else its tests skip. Then:
 
-1. under the older JAX, tools/make_golden.py traces the programs of
+1. under the other JAX, tools/make_golden.py traces the programs of
    `PROGRAMS` from the test corpus, writes them and records their outputs;
-2. under this JAX, each file must load (through the upgraders), pass the
-   checker and reproduce the recorded outputs;
-3. the reverse: under the older JAX, the golden files that this JAX wrote
-   (tests/golden/v1.0) must load, check and reproduce their outputs, except
-   where a program uses what the older JAX lacks, which must fail with a
-   clear error naming it.
+   under this JAX, each file must load (through the upgraders), pass the
+   checker and reproduce the recorded outputs, or be refused with a clear
+   error naming what this JAX lacks;
+2. the reverse: under the other JAX, the golden files that this JAX's format
+   version wrote (tests/golden/) must load, check and reproduce their
+   outputs, or be refused clearly.
 
-Set `JAXPR_PROTO_CROSS_JAX=0` to skip (the venv needs PyPI on first use).
+`JAXPR_PROTO_CROSS_JAX=0` skips all; `JAXPR_PROTO_CROSS_JAX=0.11.2,0.12.0.1`
+pairs this JAX with those only.
 """
 from __future__ import annotations
 
 import fcntl
+import glob
 import json
 import os
 import pathlib
@@ -26,19 +30,26 @@ import shutil
 import subprocess
 import sys
 
+import jax
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OLD_JAX = os.environ.get("JAXPR_PROTO_OLD_JAX", "0.9.2")
-VENV = ROOT / f".venv-jax{OLD_JAX.replace('.', '')}"
-GOLDEN = ROOT / "tests" / "golden" / "v1.0"
+GOLDEN = ROOT / "tests" / "golden"
 
 sys.path.insert(0, str(ROOT / "tools"))
 import make_golden  # noqa: E402
 
-# Programs that cover what changed between JAX 0.9 and 0.10 (mul's out_dtype,
-# scan's params, eig, tridiagonal_solve, remat policies, PRNG implementations,
-# shard_map) and the rest of the format (control flow, custom rules, dtypes).
+# The releases files move between, with the Python each needs.
+RELEASES = {"0.9.2": (3, 11), "0.10.2": (3, 11), "0.11.2": (3, 12), "0.12.0.1": (3, 12)}
+_CHOSEN = os.environ.get("JAXPR_PROTO_CROSS_JAX", "1")
+OTHER_JAX = [v for v in RELEASES
+             if v.split(".")[:2] != jax.__version__.split(".")[:2]
+             and (_CHOSEN in ("1", "") or v in _CHOSEN.split(","))]
+
+# Programs that cover what changed between the releases (mul's out_dtype,
+# scan's params and FlatTrees, eig, tridiagonal_solve, remat policies, PRNG
+# implementations, shard_map, closed and open jaxprs, eqn contexts) and the
+# rest of the format (control flow, custom rules, dtypes).
 PROGRAMS = (
     "lax_binary_float", "cond_switch", "while_loop_newton", "fori_loop_dynamic",
     "scan_variants", "nested_control_flow", "nested_jit", "user_custom_jvp",
@@ -46,56 +57,83 @@ PROGRAMS = (
     "lowbit_int_roundtrip", "float8_roundtrip", "float0_traced_grad", "named_scopes",
     "checkpoint_policies", "linalg_cpu_only", "traced_grad_of_scan", "mlp_train_step",
     "shard_map_collectives", "gather_scatter_ops", "integer_programs", "tokens_and_barrier",
+    "lstm_scan", "sorting_ops", "reductions_axes",
 )
 
-pytestmark = pytest.mark.skipif(os.environ.get("JAXPR_PROTO_CROSS_JAX", "1") == "0",
-                                reason="JAXPR_PROTO_CROSS_JAX=0")
+pytestmark = pytest.mark.skipif(_CHOSEN == "0", reason="JAXPR_PROTO_CROSS_JAX=0")
 
 
-def _python() -> pathlib.Path:
-  return VENV / "bin" / "python"
+def _venv(version: str) -> pathlib.Path:
+  own = ROOT / (".venv-jax" + "".join(version.split(".")[:2]))
+  # The README's .venv holds JAX 0.10 on Python 3.11: reused when it is that.
+  if not own.exists() and version == "0.10.2" and (ROOT / ".venv").exists():
+    return ROOT / ".venv"
+  return own
 
 
-def _works() -> bool:
-  py = _python()
+def _python(version: str) -> pathlib.Path:
+  return _venv(version) / "bin" / "python"
+
+
+def _base_python(version: str) -> str | None:
+  """An interpreter of the Python minor that `version` needs."""
+  want = RELEASES[version]
+  if sys.version_info[:2] == want:
+    return sys.executable
+  name = f"python{want[0]}.{want[1]}"
+  found = shutil.which(name)
+  if found:
+    return found
+  pyenv = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{want[0]}.{want[1]}.*/bin/python")))
+  return pyenv[-1] if pyenv else None
+
+
+def _works(version: str) -> bool:
+  py = _python(version)
   if not py.exists():
     return False
   probe = subprocess.run(
-      [str(py), "-c", f"import jax, jaxpr_proto; assert jax.__version__ == {OLD_JAX!r}, jax.__version__;"
+      [str(py), "-c", f"import jax, jaxpr_proto; assert jax.__version__ == {version!r}, jax.__version__;"
                       "print(jaxpr_proto.__file__)"],
       capture_output=True, text=True, timeout=300, cwd=ROOT)
   return probe.returncode == 0 and str(ROOT) in probe.stdout
 
 
-def _build() -> None:
-  shutil.rmtree(VENV, ignore_errors=True)
-  subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=600)
-  pip = [str(_python()), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-  done = subprocess.run(pip + [f"jax=={OLD_JAX}", f"jaxlib=={OLD_JAX}", "protobuf>=7.35.1",
+def _build(version: str) -> None:
+  base = _base_python(version)
+  if base is None:
+    pytest.skip(f"JAX {version} needs Python {'.'.join(map(str, RELEASES[version]))}, not found")
+  venv = _venv(version)
+  shutil.rmtree(venv, ignore_errors=True)
+  subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=600)
+  pip = [str(_python(version)), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+  done = subprocess.run(pip + [f"jax=={version}", f"jaxlib=={version}", "protobuf>=7.35.1",
                                "numpy", "ml_dtypes"], capture_output=True, text=True, timeout=1200)
   if done.returncode != 0:
-    shutil.rmtree(VENV, ignore_errors=True)
-    pytest.skip(f"cannot install jax=={OLD_JAX} from PyPI: {done.stderr[-1000:]}")
+    shutil.rmtree(venv, ignore_errors=True)
+    pytest.skip(f"cannot install jax=={version} from PyPI: {done.stderr[-1000:]}")
   subprocess.run(pip + ["--no-deps", "-e", str(ROOT)], check=True, timeout=600,
                  capture_output=True)
 
 
-@pytest.fixture(scope="session")
-def old_python() -> pathlib.Path:
-  """The older JAX's interpreter, built on first use (under a lock: pytest-xdist workers share it)."""
-  lock = ROOT / f".venv-jax{OLD_JAX.replace('.', '')}.lock"
+@pytest.fixture(scope="session", params=OTHER_JAX)
+def other(request) -> tuple[str, pathlib.Path]:
+  """(version, interpreter) of another JAX, built on first use (under a lock:
+  pytest-xdist workers share it)."""
+  version = request.param
+  lock = ROOT / f"{_venv(version).name}.lock"
   with open(lock, "w") as f:
     fcntl.flock(f, fcntl.LOCK_EX)
     try:
-      if not _works():
-        _build()
-        assert _works(), f"the venv at {VENV} does not import jax {OLD_JAX} and this checkout"
+      if not _works(version):
+        _build(version)
+        assert _works(version), f"the venv at {_venv(version)} does not import jax {version} and this checkout"
     finally:
       fcntl.flock(f, fcntl.LOCK_UN)
-  return _python()
+  return version, _python(version)
 
 
-def _run_old(py, *args, timeout=900) -> subprocess.CompletedProcess:
+def _run_other(py, *args, timeout=900) -> subprocess.CompletedProcess:
   env = dict(os.environ, JAX_PLATFORMS="cpu")
   return subprocess.run([str(py), str(ROOT / "tools" / "make_golden.py"), *args],
                         capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
@@ -106,38 +144,62 @@ def _clear_failure(result: str) -> bool:
   return result.startswith("load: UnknownPrimitiveError") or result.startswith("load: VersionError")
 
 
-def test_older_jax_files_load_check_and_run_here(old_python, tmp_path):
-  import jax
-  out = tmp_path / "old"
-  done = _run_old(old_python, "--out", str(out), "--programs", ",".join(PROGRAMS), "--quiet")
+def _minor(v: str) -> tuple[int, int]:
+  a, b = v.split(".")[:2]
+  return int(a), int(b)
+
+
+def test_other_jax_files_load_check_and_run_here(other, tmp_path):
+  version, py = other
+  out = tmp_path / "other"
+  done = _run_other(py, "--out", str(out), "--programs", ",".join(PROGRAMS), "--quiet")
   assert done.returncode == 0, done.stderr[-3000:]
   manifest = json.loads((out / "MANIFEST.json").read_text())
-  assert manifest["jax_version"] == OLD_JAX
+  assert manifest["jax_version"] == version
   written = set(manifest["programs"])
-  # The older JAX traces and writes most of them (some use APIs it lacks).
+  # The other JAX traces and writes most of them (some use APIs it lacks).
   assert len(written) >= len(PROGRAMS) - 6, manifest["skipped"]
   results = make_golden.verify_dir(out)
   meta = results.pop("_meta")
-  assert meta == {"jax_version": jax.__version__, "written_by": OLD_JAX}
-  bad = {k: v for k, v in results.items() if v != "ok"}
-  print(f"JAX {OLD_JAX} -> {jax.__version__}: {len(results) - len(bad)} of {len(results)} ok; "
-        f"not written by {OLD_JAX}: {manifest['skipped']}")
-  assert not bad, bad
-
-
-def test_this_jax_files_load_check_and_run_under_older_jax(old_python, tmp_path):
-  import jax
-  out = tmp_path / "results.json"
-  done = _run_old(old_python, "--verify", str(GOLDEN), "--programs", ",".join(PROGRAMS),
-                  "--json", str(out))
-  assert out.exists(), done.stderr[-3000:]
-  results = json.loads(out.read_text())
-  meta = results.pop("_meta")
-  assert meta["jax_version"] == OLD_JAX
+  assert meta == {"jax_version": jax.__version__, "written_by": version}
   ok = [k for k, v in results.items() if v == "ok"]
   clear = {k: v for k, v in results.items() if v != "ok" and _clear_failure(v)}
   bad = {k: v for k, v in results.items() if v != "ok" and not _clear_failure(v)}
-  print(f"JAX {meta['written_by']} -> {OLD_JAX}: {len(ok)} of {len(results)} ok; "
+  print(f"JAX {version} -> {jax.__version__}: {len(ok)} of {len(results)} ok; "
+        f"refused clearly: {clear}; not written by {version}: {manifest['skipped']}")
+  assert not bad, bad
+  if _minor(version) < _minor(jax.__version__):
+    assert not clear, clear  # an older JAX's files always load
+  else:
+    assert len(ok) >= len(results) - 4, clear
+
+
+def test_this_jax_files_load_check_and_run_under_other_jax(other, tmp_path):
+  """The golden files of this JAX's own release line (the newest golden
+  directory written by this JAX minor, else by the newest JAX)."""
+  version, py = other
+  d = _golden_dir_for_reverse()
+  out = tmp_path / "results.json"
+  done = _run_other(py, "--verify", str(d), "--programs", ",".join(PROGRAMS),
+                    "--json", str(out))
+  assert out.exists(), done.stderr[-3000:]
+  results = json.loads(out.read_text())
+  meta = results.pop("_meta")
+  assert meta["jax_version"] == version
+  ok = [k for k, v in results.items() if v == "ok"]
+  clear = {k: v for k, v in results.items() if v != "ok" and _clear_failure(v)}
+  bad = {k: v for k, v in results.items() if v != "ok" and not _clear_failure(v)}
+  print(f"JAX {meta['written_by']} -> {version}: {len(ok)} of {len(results)} ok; "
         f"refused clearly: {clear}")
   assert not bad, bad
-  assert len(ok) >= len(results) - 4, clear
+  if _minor(meta["written_by"]) < _minor(version):
+    assert not clear, clear
+  else:
+    assert len(ok) >= len(results) - 4, clear
+
+
+def _golden_dir_for_reverse() -> pathlib.Path:
+  dirs = sorted(d for d in GOLDEN.glob("v*.*") if (d / "MANIFEST.json").is_file())
+  mine = [d for d in dirs if _minor(json.loads((d / "MANIFEST.json").read_text())["jax_version"])
+          == _minor(jax.__version__)]
+  return (mine or dirs)[-1]

@@ -180,6 +180,16 @@ def is_hiprim(v) -> bool:
   return False
 
 
+# custom_vjp_call's `bwd` (a WrappedFun) returns the input cotangents; from
+# JAX 0.11 it returns (cotangents, logs).
+def bwd_cotangents(ret):
+  return ret
+
+
+def bwd_return(cotangents):
+  return cotangents
+
+
 def jaxpr_key(j) -> int:
   """Identifies a jaxpr across its closed forms (see v0_11.py)."""
   return id(j)

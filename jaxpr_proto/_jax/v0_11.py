@@ -72,3 +72,15 @@ def scan_flattrees(num_consts, num_carry, num_xs, num_ys):
   """scan's ft_in and ft_out for operands given by counts (as lax.scan builds them)."""
   return (_ft.pack((_ft.nones(num_consts), _ft.nones(num_carry), _ft.nones(num_xs))),
           _ft.pack((_ft.nones(num_carry), _ft.nones(num_ys))))
+
+
+# custom_vjp_call's `bwd` returns (input cotangents, backward-pass logs).
+def bwd_cotangents(ret):
+  cts, logs = ret
+  if logs is not None:
+    raise TypeError("custom_vjp bwd rules with logs (defvjp_with_logs) are not supported")
+  return cts
+
+
+def bwd_return(cotangents):
+  return cotangents, None
