@@ -67,6 +67,13 @@ def encode_jvp_rule(enc, eqn, path) -> int:
   n_primals = len(call_jaxpr.in_avals) - params["num_consts"]
   msg.name = thunk.debug_info.func_name
   msg.debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
+  depth = getattr(enc, "rule_depth", 0)
+  if depth >= MAX_RULE_DEPTH:
+    msg.trace_error = (f"the custom_jvp rule {msg.name!r} was not saved: custom_jvp rules "
+                       f"nest more than {MAX_RULE_DEPTH} deep here (a rule whose derivative "
+                       "is again a new rule), so derivatives of order above "
+                       f"{MAX_RULE_DEPTH} are not kept")
+    return idx
   try:
     jaxpr, consts, out_zeros = thunk.call_wrapped(*([False] * n_primals))
     _check_no_tracers(consts)
@@ -74,8 +81,18 @@ def encode_jvp_rule(enc, eqn, path) -> int:
     msg.trace_error = _trace_error("custom_jvp rule", msg.name, e)
     return idx
   msg.out_zeros.extend(bool(z) for z in out_zeros)
-  msg.jvp = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.jvp")
+  enc.rule_depth = depth + 1
+  try:
+    msg.jvp = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.jvp")
+  finally:
+    enc.rule_depth = depth
   return idx
+
+
+# Rules inside rules: the jvp of a custom_jvp function may call a custom_jvp
+# function whose own rule is new at every order (JAX 0.12's i1); a cap keeps
+# the file finite.
+MAX_RULE_DEPTH = 16
 
 
 def _is_zero(x):
@@ -131,6 +148,8 @@ def encode_vjp_rule(enc, eqn, path) -> int:
 
 
 def _trace_error(what, name, e) -> str:
+  if isinstance(e, DecodeError) and e.message.startswith(_CANNOT):
+    return e.message[len(_CANNOT):]  # a decoded rule's own error: kept as it was
   first = str(e).strip().splitlines()[0] if str(e).strip() else ""
   return f"the {what} {name!r} could not be traced when the program was saved: {type(e).__name__}: {first}"
 
@@ -140,8 +159,11 @@ def _check_no_tracers(consts):
     raise TypeError("the rule closes over a value traced by an enclosing transformation")
 
 
+_CANNOT = "cannot differentiate: "
+
+
 def _raise_trace_error(msg, path):
-  raise DecodeError(f"cannot differentiate: {msg.trace_error}", path)
+  raise DecodeError(f"{_CANNOT}{msg.trace_error}", path)
 
 
 def _trace_bwd(bwd, in_avals, out_avals):

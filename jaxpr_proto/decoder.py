@@ -269,6 +269,8 @@ class Decoder:
       params = param_codecs.decode_params(self, prim.name, e.params, where)
       if self.upgrader:
         params = self.upgrader.params(prim.name, params, where)
+      else:
+        upgraders.refuse_stand_ins(prim.name, params, where, "")
       effs = self.effects(e.effects, env, f"{where}.effects")
       si = self.source_info(e.traceback, e.name_stack, where)
       ctx = self.context(e.context, where)
@@ -288,7 +290,7 @@ class Decoder:
     if debug is None:
       debug = _jax.DebugInfo("jaxpr_proto", None, tuple([None] * len(invars)), None)
     try:
-      return _jax.Jaxpr(constvars, invars, outvars, eqns, effs, debug)
+      return _jax.Jaxpr(constvars, invars, outvars, eqns, effs, debug, msg.is_high)
     except Exception as e:
       raise DecodeError(f"invalid jaxpr: {e}", path) from None
 
@@ -434,6 +436,8 @@ def _enum(dec, msg: pb.EnumValue, path):
   cls = values.ENUM_TYPES.get(msg.type)
   if cls is None:  # a type that moved in another JAX release?
     cls = values.ENUM_TYPES.get(upgraders.type_alias(msg.type))
+  if cls is None and msg.type in upgraders.FOREIGN_ENUMS:  # a newer JAX's: for the upgraders
+    return upgraders.EnumStandIn(msg.type, msg.member)
   if cls is None:
     raise DecodeError(f"enum type {msg.type!r} is not allow-listed", path)
   try:

@@ -224,6 +224,8 @@ class Encoder:
     msg.effects.extend(self.effect(eff, ids, f"{path}.effects") for eff in _sorted_effects(jaxpr.effects, ids))
     if jaxpr.debug_info is not None and self.debug_info:
       msg.debug_info.CopyFrom(self.debug_info_msg(jaxpr.debug_info))
+    if getattr(jaxpr, "is_high", False):
+      msg.is_high = True
 
   def debug_info_msg(self, d) -> pb.DebugInfo:
     out = pb.DebugInfo(traced_for=d.traced_for, func_src_info=d.func_src_info or "")

@@ -259,7 +259,8 @@ def _make_jit(target, kw):
 # --- install / uninstall -------------------------------------------------------
 
 def _reducers() -> dict[type, object]:
-  out = {_jax.ClosedJaxpr: _reduce_closed_jaxpr, _jax.Jaxpr: _reduce_jaxpr,
+  # ClosedJaxpr after Jaxpr: from JAX 0.11 they are one class, and every jaxpr is closed.
+  out = {_jax.Jaxpr: _reduce_jaxpr, _jax.ClosedJaxpr: _reduce_closed_jaxpr,
          _PJIT_TYPE: _reduce_pjit}
   if _JAXPR_AS_FUN is not None:
     out[functools.partial] = _reduce_partial

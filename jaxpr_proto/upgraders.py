@@ -107,6 +107,47 @@ def _count_rights(t) -> int:
   return 0
 
 
+class EnumStandIn:
+  """A member of an enum type of a newer JAX (`FOREIGN_ENUMS`), read by a JAX
+  without that type: the upgraders convert it or refuse it."""
+  __slots__ = ("type", "member")
+
+  def __init__(self, type_name: str, member: str):
+    self.type, self.member = type_name, member
+
+  def __repr__(self) -> str:
+    return f"{self.type}.{self.member}"
+
+
+# Enum types of newer JAX releases that an older JAX can read as EnumStandIn.
+FOREIGN_ENUMS = frozenset({"jax::api.Inline"})
+
+
+def _inline_up(v, params):
+  """jit's inline: a bool before JAX 0.11, then a jax.Inline."""
+  return {True: _jax.Inline.JAX_LATE, False: _jax.Inline.AUTO}.get(v, v) if isinstance(v, bool) else v
+
+
+def _inline_down(v, params):
+  if isinstance(v, bool):
+    return v
+  member = v.member if isinstance(v, EnumStandIn) else getattr(v, "name", None)
+  if member == "JAX_LATE":
+    return True
+  if member == "AUTO":
+    return False
+  raise VersionError(f"inline={v!r} has no equivalent before JAX 0.11")
+
+
+def refuse_stand_ins(prim_name: str, params: dict, path: str, why: str) -> None:
+  """A param still holding a newer JAX's value that no upgrader converted."""
+  for name, v in params.items():
+    if isinstance(v, (FlatTreeStandIn, EnumStandIn)):
+      raise VersionError(
+          f"primitive {prim_name} param {name} is a {v!r}, which JAX "
+          f"{_jax.jax.__version__} lacks{why}", f"{path}.params.{name}")
+
+
 def _v(s: str) -> Version:
   return _jax.parse_version(s)
 
@@ -171,6 +212,8 @@ CHANGES: list[Change] = [
     Change(_v("0.11.0"), "scan", "rewrite", "num_consts,num_carry -> ft_in,ft_out",
            up=_scan_flattrees_up, down=_scan_flattrees_down),
     Change(_v("0.11.0"), "composite", "rename_param", "jaxpr", new="call_jaxpr"),
+    Change(_v("0.11.0"), "jit", "convert_param", "inline", up=_inline_up, down=_inline_down,
+           note="True/False became Inline.JAX_LATE/AUTO"),
     Change(_v("0.11.0"), "reduce_max", "add_param", "out_sharding", default=None),
     Change(_v("0.11.0"), "reduce_min", "add_param", "out_sharding", default=None),
     Change(_v("0.11.0"), "top_k", "add_param", "is_stable", default=True,
@@ -179,6 +222,8 @@ CHANGES: list[Change] = [
     Change(_v("0.11.0"), "empty_ref", "add_param", "pin", default=False),
     # --- JAX 0.12.0 ---------------------------------------------------------
     Change(_v("0.12.0"), "erfc", "add_param", "accuracy", default=None),
+    Change(_v("0.12.0"), "closed_call", "rename_primitive", new="eval_jaxpr",
+           note="JAX 0.12 deleted closed_call_p; it is an alias of eval_jaxpr_p"),
 ]
 
 # Allow-listed param types (enums, records) that moved between modules, and
@@ -279,11 +324,7 @@ class Upgrader:
                            e.path or where) from None
     if self.closes_jaxprs:
       self._open_jaxprs(prim_name, params, path)
-    for name, v in params.items():
-      if isinstance(v, FlatTreeStandIn):
-        raise VersionError(
-            f"primitive {prim_name} param {name} is a FlatTree, which JAX "
-            f"{_fmt(self.reader)} lacks ({self.describe()})", f"{path}.params.{name}")
+    refuse_stand_ins(prim_name, params, path, f" ({self.describe()})")
     known = _known_params(self.reader).get(prim_name)
     if known is not None:
       for name in params:

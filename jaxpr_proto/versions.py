@@ -42,6 +42,8 @@ SUPPORTED_FEATURES: frozenset[str] = frozenset(FEATURES)
 # when a minor adds a field (and list the field).
 MINOR_ADDITIONS: list[tuple[int, str, object]] = [
     # (minor, what was added, predicate(module) -> bool)
+    (1, "Jaxpr.is_high", lambda m: any(j.is_high for j in m.jaxprs)),
+    (1, "EqnContext.fields", lambda m: any(c.fields for c in m.contexts)),
 ]
 
 

@@ -48,6 +48,13 @@ SKIP: dict[str, str] = {
                   "which JAX rejects: such a jaxpr cannot be lowered ('can't apply "
                   "forward-mode autodiff (jvp) to a custom_vjp function')",
 }
+_MINOR = tuple(int(x) for x in jax.__version__.split(".")[:2])
+if _MINOR >= (0, 12):
+  del SKIP["call"]  # gone in JAX 0.12
+  for _n in ("eq_to", "le_to", "lt_to"):
+    SKIP[_n] = ("total-order comparisons that JAX 0.12 binds only inside the "
+                "expansion of HiJAX primitives (jnp.searchsorted), which a saved "
+                "jaxpr holds unexpanded")
 
 
 # ---------------------------------------------------------------------------

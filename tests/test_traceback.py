@@ -48,7 +48,7 @@ def _rebuild(closed_jaxpr):
           make_traceback(frames_of(e.source_info.traceback)),
           e.source_info.name_stack))
       for e in jaxpr.eqns]
-  return jax_core.ClosedJaxpr(jaxpr.replace(eqns=eqns), closed_jaxpr.consts)
+  return jax.extend.core.ClosedJaxpr(jaxpr.replace(eqns=eqns), closed_jaxpr.consts)
 
 
 @pytest.fixture(scope="module")

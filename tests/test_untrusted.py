@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxpr_proto as jp
+from jaxpr_proto import _jax
 from jaxpr_proto import decoder
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -161,9 +162,11 @@ def test_huge_aval_shape_is_only_a_type(base):
 
 
 def _deep_module(n: int) -> pb.Module:
-  """jaxprs[i] holds a closed_call eqn whose call_jaxpr is closed_jaxprs[i+1]."""
+  """jaxprs[i] holds a call eqn whose call_jaxpr is closed_jaxprs[i+1] (JAX
+  0.12 has no closed_call: its eval_jaxpr takes the same param)."""
   m = pb.Module(format_version=pb.FormatVersion(major=1))
-  m.primitives.add(namespace="jax", name="closed_call")
+  call = "closed_call" if _jax.JAX_VERSION[:2] < (0, 12) else "eval_jaxpr"
+  m.primitives.add(namespace="jax", name=call)
   m.namespaces.add(namespace="jax", version=jax.__version__)
   m.tracebacks.add(), m.name_stacks.add(), m.contexts.add()
   for i in range(n):

@@ -190,6 +190,9 @@ def bwd_return(cotangents):
   return cotangents
 
 
+Inline = None  # jit's inline param is a bool (an enum from JAX 0.11)
+
+
 def jaxpr_key(j) -> int:
   """Identifies a jaxpr across its closed forms (see v0_11.py)."""
   return id(j)

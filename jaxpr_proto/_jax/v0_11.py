@@ -1,6 +1,7 @@
 """The adapter for JAX 0.11: the 0.10 adapter plus what 0.11 changed."""
 from jaxpr_proto._jax.v0_10 import *  # noqa: F401,F403
 from jaxpr_proto._jax.v0_10 import core
+from jax._src import api as _api
 from jax._src import flattree as _ft
 from jax._src import hijax as _hijax
 from jax._src import layout as _layout
@@ -12,6 +13,8 @@ MINOR = (0, 11)
 # inputs that have consts attached. Files write every jaxpr value as a closed
 # jaxpr; the upgraders turn those back into open jaxprs for older JAX.
 UNIFIED_JAXPR = True
+# jit's inline param is an enum (a bool before).
+Inline = _api.Inline
 
 
 def jaxpr_key(j) -> int:

@@ -209,20 +209,22 @@ class SymbolicScope(_message.Message):
     def __init__(self, constraints: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Jaxpr(_message.Message):
-    __slots__ = ("constvars", "invars", "outvars", "eqns", "effects", "debug_info")
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "effects", "debug_info", "is_high")
     CONSTVARS_FIELD_NUMBER: _ClassVar[int]
     INVARS_FIELD_NUMBER: _ClassVar[int]
     OUTVARS_FIELD_NUMBER: _ClassVar[int]
     EQNS_FIELD_NUMBER: _ClassVar[int]
     EFFECTS_FIELD_NUMBER: _ClassVar[int]
     DEBUG_INFO_FIELD_NUMBER: _ClassVar[int]
+    IS_HIGH_FIELD_NUMBER: _ClassVar[int]
     constvars: _containers.RepeatedCompositeFieldContainer[Var]
     invars: _containers.RepeatedCompositeFieldContainer[Var]
     outvars: _containers.RepeatedCompositeFieldContainer[Atom]
     eqns: _containers.RepeatedCompositeFieldContainer[Eqn]
     effects: _containers.RepeatedCompositeFieldContainer[Effect]
     debug_info: DebugInfo
-    def __init__(self, constvars: _Optional[_Iterable[_Union[Var, _Mapping]]] = ..., invars: _Optional[_Iterable[_Union[Var, _Mapping]]] = ..., outvars: _Optional[_Iterable[_Union[Atom, _Mapping]]] = ..., eqns: _Optional[_Iterable[_Union[Eqn, _Mapping]]] = ..., effects: _Optional[_Iterable[_Union[Effect, _Mapping]]] = ..., debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ...) -> None: ...
+    is_high: bool
+    def __init__(self, constvars: _Optional[_Iterable[_Union[Var, _Mapping]]] = ..., invars: _Optional[_Iterable[_Union[Var, _Mapping]]] = ..., outvars: _Optional[_Iterable[_Union[Atom, _Mapping]]] = ..., eqns: _Optional[_Iterable[_Union[Eqn, _Mapping]]] = ..., effects: _Optional[_Iterable[_Union[Effect, _Mapping]]] = ..., debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., is_high: _Optional[bool] = ...) -> None: ...
 
 class ClosedJaxpr(_message.Message):
     __slots__ = ("jaxpr", "consts")

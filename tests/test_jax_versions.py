@@ -1,0 +1,100 @@
+"""The JAX releases jaxpr_proto supports: one adapter per minor, and a clear
+refusal of any other JAX (never a "malformed file" later)."""
+from __future__ import annotations
+
+import os
+import re
+import pathlib
+import subprocess
+import sys
+
+import jax
+import pytest
+
+import jaxpr_proto as jp
+from jaxpr_proto import _jax
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _import_with_jax_version(version: str, **env) -> subprocess.CompletedProcess:
+  """Imports jaxpr_proto in a fresh process whose jax reports `version`."""
+  code = (f"import jax; jax.__version__ = {version!r}\n"
+          "import jaxpr_proto, jaxpr_proto._jax as j; print('adapter', j.ADAPTER)")
+  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        timeout=300, cwd=ROOT, env=dict(os.environ, **env))
+
+
+def test_running_jax_has_its_own_adapter():
+  minor = tuple(int(x) for x in jax.__version__.split(".")[:2])
+  assert _jax.ADAPTER == f"v{minor[0]}_{minor[1]}"
+  assert _jax.MINOR == minor
+  assert _jax.JAX_VERSION[:2] == minor
+
+
+@pytest.mark.parametrize("version", ["0.8.1", "0.4.38", "0.13.0", "1.0.0"])
+def test_unsupported_jax_is_refused_on_import_naming_the_range(version):
+  done = _import_with_jax_version(version)
+  assert done.returncode != 0
+  last = done.stderr.strip().splitlines()[-1]
+  assert last.startswith("jaxpr_proto.errors.UnsupportedJaxError: "), done.stderr[-2000:]
+  assert f"this is JAX {version}" in last
+  assert "supports JAX 0.9 to 0.12" in last and "0.10 to 0.12" in last
+  assert "malformed" not in done.stderr
+
+
+def test_unsupported_jax_error_is_an_import_error():
+  assert issubclass(jp.UnsupportedJaxError, ImportError)
+  assert issubclass(jp.UnsupportedJaxError, jp.Error)
+
+
+def test_newer_jax_can_be_tried_with_the_newest_adapter():
+  done = _import_with_jax_version("0.13.0", JAXPR_PROTO_UNSUPPORTED_JAX="1")
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert "adapter v0_12" in done.stdout
+  assert "JAX 0.13.0 is not supported" in done.stderr
+
+
+def test_an_older_jax_is_never_tried():
+  done = _import_with_jax_version("0.8.1", JAXPR_PROTO_UNSUPPORTED_JAX="1")
+  assert "UnsupportedJaxError" in done.stderr
+
+
+def test_internal_errors_do_not_blame_the_file(monkeypatch):
+  """An exception the decoder's checks did not foresee (here: an adapter that
+  breaks) is an InternalError naming both versions, not a malformed file."""
+  cj = jax.make_jaxpr(lambda x: x * 2.0)(1.0)
+  data = jp.dumps(cj)
+
+  def broken(*a, **k):
+    raise TypeError("JaxprEqnContext._create() missing 1 required positional argument")
+  monkeypatch.setattr(_jax, "make_context", broken)
+  with pytest.raises(jp.InternalError) as info:
+    jp.loads(data)
+  msg = str(info.value)
+  assert "internal error of jaxpr_proto" in msg and f"JAX {jax.__version__}" in msg
+  assert "the file may be fine" in msg and "malformed" not in msg
+  assert "TypeError" in msg and info.value.path.startswith("eqn[0]")
+  report = jp.check(data)
+  assert not report.ok and "internal error" in report.format()
+
+
+def test_every_adapter_is_listed_and_small():
+  """One module per minor; the per-minor adapters stay small (what differs)."""
+  adapters = sorted(p.stem for p in (ROOT / "jaxpr_proto" / "_jax").glob("v*.py"))
+  assert adapters == sorted(_jax._version.ADAPTERS.values())
+  for name in adapters:
+    lines = (ROOT / "jaxpr_proto" / "_jax" / f"{name}.py").read_text().splitlines()
+    assert len(lines) < 150, (name, len(lines))
+
+
+def test_jax_internals_are_used_only_in_the_adapters():
+  offenders = []
+  for path in (ROOT / "jaxpr_proto").rglob("*.py"):
+    rel = path.relative_to(ROOT / "jaxpr_proto")
+    if rel.parts[0] == "_jax":
+      continue
+    for k, line in enumerate(path.read_text().splitlines(), 1):
+      if re.match(r"\s*(from jax\._src|import jax\._src)", line):
+        offenders.append(f"{rel}:{k}: {line.strip()}")
+  assert not offenders, offenders
