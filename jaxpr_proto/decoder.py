@@ -126,6 +126,10 @@ class Decoder:
       try:
         p = self._prims[i] = REGISTRY.lookup(msg.namespace, name, path)
       except UnknownPrimitiveError as e:
+        if (self.upgrader and msg.namespace.split(".")[0] == "jax"
+            and self.upgrader.expansion(name) is not None):
+          p = self._prims[i] = upgraders.Expanded(name)  # see _decode_jaxpr
+          return p
         if self.upgrader and self.upgrader.newer and msg.namespace.split(".")[0] == "jax":
           raise UnknownPrimitiveError(f"{e.message} ({self.upgrader.describe()})", path) from None
         raise
@@ -283,6 +287,8 @@ class Decoder:
           outs.append(_jax.DropVar(aval(b.drop.aval, f"{where}.outvars[{j}]")))
         else:
           raise DecodeError("empty output binder", f"{where}.outvars[{j}]")
+      if isinstance(prim, upgraders.Expanded):  # a newer JAX's primitive, computed
+        prim, params = self.upgrader.expand(prim.name, ins, outs, params, where)
       eqns.append(_jax.eqn(ins, outs, prim, params, effs, si, ctx))
     outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
     effs = self.effects(msg.effects, env, f"{prefix}effects")

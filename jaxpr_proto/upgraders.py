@@ -32,8 +32,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+import jax
+
 from jaxpr_proto import _jax, _param_tables, values
-from jaxpr_proto.errors import VersionError
+from jaxpr_proto.errors import DecodeError, VersionError
 
 Version = tuple[int, ...]
 
@@ -60,51 +62,86 @@ class Change:
 
 class FlatTreeStandIn:
   """A FlatTree (JAX >= 0.11's scan ft_in/ft_out) read by a JAX without
-  FlatTrees: just enough of it for the upgraders (its leaf count, its parts)."""
+  FlatTrees: just enough of it for the upgraders, mirroring JAX's
+  jax._src.flattree (`vals`, `unpack`)."""
   __slots__ = ("kind", "fields")
 
   def __init__(self, kind: str, fields: dict):
     self.kind, self.fields = kind, fields
 
-  def parts(self) -> list:
-    """The children of a tuple node."""
-    if self.kind != "tuple":
-      raise VersionError(f"expected a FlatTree tuple, got a {self.kind}")
-    return list(self.fields["elts"])
+  def vals(self) -> list:
+    """The leaves, as FlatTree.vals (a filtered tree's: its Right values)."""
+    k, f = self.kind, self.fields
+    if k in ("tuple", "dict"):
+      return [x for e in f["elts" if k == "tuple" else "vals"] for x in _node(e).vals()]
+    if k == "pytree":
+      return list(f["xs"])
+    if k == "singleton":
+      return [f["val"]]
+    if k == "static":
+      return []
+    if k == "filtered":
+      eithers = [_node(x) for x in _node(f["val"]).vals()]
+      if any(e.kind != "either" for e in eithers):
+        raise VersionError("a filtered FlatTree whose leaves are not Eithers")
+      return [e.fields["val"] for e in eithers if e.fields["is_right"]]
+    raise VersionError(f"a FlatTree {k} has no leaves")
 
   def __len__(self) -> int:
+    return len(self.vals())
+
+  def unpack(self) -> list[FlatTreeStandIn]:
+    """The children of a tuple node, as FlatTree.unpack."""
     k, f = self.kind, self.fields
     if k == "tuple":
-      return sum(len(e) for e in f["elts"])
-    if k == "dict":
-      return sum(len(e) for e in f["vals"])
+      return [_node(e) for e in f["elts"]]
     if k == "pytree":
-      return len(f["xs"])
-    if k == "singleton":
-      return 1
-    if k == "static":
-      return 0
-    if k == "filtered":  # counts the Right leaves
-      return _count_rights(f["val"])
-    raise VersionError(f"cannot count the leaves of a FlatTree {k}")
+      try:
+        children = f["tree"].children()
+      except Exception:
+        raise VersionError("a FlatTree pytree without a tuple tree") from None
+      out, xs = [], list(f["xs"])
+      for c in children:
+        out.append(FlatTreeStandIn("pytree", {"xs": tuple(xs[:c.num_leaves]), "tree": c}))
+        xs = xs[c.num_leaves:]
+      return out
+    if k == "filtered":
+      return [FlatTreeStandIn("filtered", {"val": t}) for t in _node(f["val"]).unpack()]
+    raise VersionError(f"expected a FlatTree of parts, got a {k}")
+
+  def part_sizes(self) -> list[int]:
+    return [len(p) for p in self.unpack()]
 
   def __repr__(self) -> str:
     return f"FlatTree.{self.kind}({self.fields})"
 
 
-def _count_rights(t) -> int:
-  if isinstance(t, FlatTreeStandIn):
-    if t.kind == "either":
-      return 1 if t.fields["is_right"] else 0
-    sub = {"tuple": "elts", "dict": "vals"}.get(t.kind)
-    if sub:
-      return sum(_count_rights(e) for e in t.fields[sub])
-    if t.kind in ("singleton", "filtered"):
-      return _count_rights(t.fields["val"])
-    if t.kind == "pytree":
-      return sum(_count_rights(x) for x in t.fields["xs"])
-    return 0
-  return 0
+def _node(x) -> FlatTreeStandIn:
+  if isinstance(x, FlatTreeStandIn):
+    return x
+  raise VersionError(f"expected a FlatTree, got a {type(x).__name__}")
+
+
+# Primitives of a newer JAX that an older JAX lacks but can compute: an older
+# reader replaces each such eqn by a closed_call of this function's jaxpr.
+# {primitive: (first JAX release that has it, function of the operands and params)}
+def _one_minus_square(x):
+  """1 - x**2 as JAX 0.11 lowers one_minus_square: (1 + x) * (1 - x)."""
+  one = jax.lax.full_like(x, 1)
+  return jax.lax.mul(jax.lax.add(one, x), jax.lax.sub(one, x))
+
+
+class Expanded:
+  """Stands for a primitive of EXPANSIONS while its eqn is decoded."""
+  __slots__ = ("name",)
+
+  def __init__(self, name: str):
+    self.name = name
+
+
+EXPANSIONS: dict[str, tuple[Version, Callable]] = {
+    "one_minus_square": ((0, 11, 0), _one_minus_square),
+}
 
 
 class EnumStandIn:
@@ -183,16 +220,16 @@ def _scan_flattrees_up(params):
 def _scan_flattrees_down(params):
   if "ft_in" not in params:
     return  # not the new form: the type check will tell
-  consts, carry, _ = _parts(params.pop("ft_in"), 3, "ft_in")
+  consts, carry, _ = _part_sizes(params.pop("ft_in"), 3, "ft_in")
   params.pop("ft_out", None)
-  params["num_consts"], params["num_carry"] = len(consts), len(carry)
+  params["num_consts"], params["num_carry"] = consts, carry
 
 
-def _parts(t, n: int, name: str) -> list:
-  parts = t.parts() if isinstance(t, FlatTreeStandIn) else None
-  if parts is None or len(parts) != n:
+def _part_sizes(t, n: int, name: str) -> list[int]:
+  sizes = t.part_sizes() if isinstance(t, FlatTreeStandIn) else None
+  if sizes is None or len(sizes) != n:
     raise VersionError(f"scan's {name} is not a FlatTree of {n} parts")
-  return parts
+  return sizes
 
 
 CHANGES: list[Change] = [
@@ -220,10 +257,13 @@ CHANGES: list[Change] = [
            note="JAX 0.10's top_k was stable"),
     Change(_v("0.11.0"), "new_ref", "add_param", "pin", default=False),
     Change(_v("0.11.0"), "empty_ref", "add_param", "pin", default=False),
+    Change(_v("0.11.0"), "closed_call", "rename_primitive", new="eval_jaxpr",
+           note="JAX 0.11 deleted closed_call_p; it is an alias of eval_jaxpr_p"),
+    Change(_v("0.11.0"), "eval_jaxpr", "rewrite", "drop closed_call's name",
+           up=lambda p: p.pop("name", None), down=lambda p: None),
     # --- JAX 0.12.0 ---------------------------------------------------------
     Change(_v("0.12.0"), "erfc", "add_param", "accuracy", default=None),
-    Change(_v("0.12.0"), "closed_call", "rename_primitive", new="eval_jaxpr",
-           note="JAX 0.12 deleted closed_call_p; it is an alias of eval_jaxpr_p"),
+
 ]
 
 # Allow-listed param types (enums, records) that moved between modules, and
@@ -301,6 +341,30 @@ class Upgrader:
 
   def __bool__(self) -> bool:
     return bool(self.changes) or self.newer
+
+  def expansion(self, name: str):
+    """The function that computes the file's primitive `name`, which this
+    JAX lacks (see EXPANSIONS), or None."""
+    entry = EXPANSIONS.get(name)
+    if entry is None or not self.newer or not self.file >= entry[0] > self.reader:
+      return None
+    return entry[1]
+
+  def expand(self, name: str, ins, outs, params: dict, path: str):
+    """(closed_call primitive, its params) that compute the eqn `name`."""
+    fn = self.expansion(name)
+    avals = [x.aval for x in ins]
+    try:
+      cj = jax.make_jaxpr(lambda *xs: fn(*xs, **params))(
+          *[jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals])
+    except Exception as e:
+      raise VersionError(f"primitive {name} of JAX {_fmt(self.file)} cannot be computed by "
+                         f"JAX {_fmt(self.reader)} here: {type(e).__name__}: {e}", path) from None
+    out_avals = [v.aval for v in outs]
+    if [(a.shape, a.dtype) for a in cj.out_avals] != [(a.shape, a.dtype) for a in out_avals]:
+      raise DecodeError(f"primitive {name}: outputs {out_avals} do not match its operands "
+                        f"{avals}", path)
+    return _jax.closed_call_p, {"call_jaxpr": cj}
 
   def describe(self) -> str:
     return f"the file was written by JAX {_fmt(self.file)}, this is JAX {_fmt(self.reader)}"

@@ -28,8 +28,8 @@ FAST_COMPILE_OPTIONS = {
     "xla_backend_optimization_level": 0,
     "xla_llvm_disable_expensive_passes": True,
 }
-if tuple(int(x) for x in jax.__version__.split(".")[:2]) < (0, 12):
-  FAST_COMPILE_OPTIONS["xla_cpu_use_fusion_emitters"] = False  # gone in jaxlib 0.12
+if tuple(int(x) for x in jax.__version__.split(".")[:2]) < (0, 11):
+  FAST_COMPILE_OPTIONS["xla_cpu_use_fusion_emitters"] = False  # gone in jaxlib 0.11
 
 PROGRAMS = corpus.PROGRAMS
 IDS = [p.name for p in PROGRAMS]

@@ -48,6 +48,8 @@ def test_unsupported_jax_error_is_an_import_error():
   assert issubclass(jp.UnsupportedJaxError, jp.Error)
 
 
+@pytest.mark.skipif(_jax.MINOR != max(_jax._version.ADAPTERS),
+                    reason="only the newest supported JAX can stand in for a newer one")
 def test_newer_jax_can_be_tried_with_the_newest_adapter():
   done = _import_with_jax_version("0.13.0", JAXPR_PROTO_UNSUPPORTED_JAX="1")
   assert done.returncode == 0, done.stderr[-2000:]
@@ -98,3 +100,39 @@ def test_jax_internals_are_used_only_in_the_adapters():
       if re.match(r"\s*(from jax\._src|import jax\._src)", line):
         offenders.append(f"{rel}:{k}: {line.strip()}")
   assert not offenders, offenders
+
+
+@pytest.mark.skipif(_jax.FLATTREE_BUILDERS == {}, reason="this JAX has no FlatTrees")
+def test_flattree_stand_in_counts_as_jax_does():
+  """An older JAX reads scan's FlatTrees as upgraders.FlatTreeStandIn; its leaf
+  counts and parts must be JAX's own, on every scan of the corpus (with
+  grads: filtered trees, nested Eithers, pytree nodes)."""
+  from jaxpr_proto import upgraders
+  from tests import corpus
+
+  def stand_in(v):
+    ft = _jax.flattree_fields(v)
+    if ft is None:
+      return tuple(stand_in(x) for x in v) if isinstance(v, tuple) else v
+    return upgraders.FlatTreeStandIn(ft[0], {k: stand_in(x) for k, x in ft[1]})
+
+  seen = []
+
+  def walk(j):
+    for e in j.eqns:
+      if e.primitive.name == "scan":
+        for name in ("ft_in", "ft_out"):
+          t = e.params[name]
+          s = stand_in(t)
+          assert len(s) == len(t), (name, t)
+          assert s.part_sizes() == [len(x) for x in t.unpack()], (name, t)
+          seen.append(type(t).__name__)
+      for sub in _jax.jaxprs_in_params(e.params):
+        walk(sub)
+
+  for name in ("scan_variants", "checkpoint_scan_grad", "traced_grad_of_scan", "lstm_scan"):
+    p = corpus.get(name)
+    walk(corpus.trace(p).jaxpr)
+    if p.grad_argnums is not None:
+      walk(jax.make_jaxpr(corpus.grad_fn(p))(*p.args).jaxpr)
+  assert len(seen) >= 10 and {"FTTuple", "FTPyTree"} <= set(seen), seen

@@ -163,9 +163,9 @@ def test_huge_aval_shape_is_only_a_type(base):
 
 def _deep_module(n: int) -> pb.Module:
   """jaxprs[i] holds a call eqn whose call_jaxpr is closed_jaxprs[i+1] (JAX
-  0.12 has no closed_call: its eval_jaxpr takes the same param)."""
+  0.11 has no closed_call: its eval_jaxpr takes the same param)."""
   m = pb.Module(format_version=pb.FormatVersion(major=1))
-  call = "closed_call" if _jax.JAX_VERSION[:2] < (0, 12) else "eval_jaxpr"
+  call = "closed_call" if _jax.JAX_VERSION[:2] < (0, 11) else "eval_jaxpr"
   m.primitives.add(namespace="jax", name=call)
   m.namespaces.add(namespace="jax", version=jax.__version__)
   m.tracebacks.add(), m.name_stacks.add(), m.contexts.add()

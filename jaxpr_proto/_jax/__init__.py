@@ -18,7 +18,8 @@ import warnings
 
 import jax
 
-from jaxpr_proto._jax._version import ADAPTERS, fmt, parse_version, supported_range
+from jaxpr_proto._jax._version import (ADAPTERS, INSTALLABLE, fmt, parse_version,
+                                       supported_range)
 from jaxpr_proto.errors import UnsupportedJaxError
 
 JAX_VERSION = parse_version(jax.__version__)
@@ -36,9 +37,9 @@ def _adapter_name() -> str:
     return ADAPTERS[newest]
   raise UnsupportedJaxError(
       f"jaxpr_proto supports {supported_range()}; this is JAX {jax.__version__}. "
-      f"Install a supported JAX (pip install 'jax>={fmt(min(ADAPTERS))},<"
-      f"{fmt((newest[0], newest[1] + 1))}') or a jaxpr-proto release that supports "
-      f"JAX {fmt(JAX_VERSION[:2])}")
+      f"Install a supported JAX (pip install 'jax>={fmt(INSTALLABLE[0])},<"
+      f"{fmt((INSTALLABLE[1][0], INSTALLABLE[1][1] + 1))}') or a jaxpr-proto release "
+      f"that supports JAX {fmt(JAX_VERSION[:2])}")
 
 
 ADAPTER = _adapter_name()

@@ -58,6 +58,8 @@ Effect = effects_lib.Effect
 WrappedFun = lu.WrappedFun
 wrap_init = lu.wrap_init
 eval_jaxpr = core.eval_jaxpr
+# The call primitive of a closed jaxpr (from JAX 0.11 an alias of eval_jaxpr_p).
+closed_call_p = core.closed_call_p
 jaxpr_as_fun = jex_core.jaxpr_as_fun
 trace_to_jaxpr_dynamic = pe.trace_to_jaxpr_dynamic
 convert_constvars_jaxpr = pe.convert_constvars_jaxpr
