@@ -57,7 +57,7 @@ PROGRAMS = (
     "lowbit_int_roundtrip", "float8_roundtrip", "float0_traced_grad", "named_scopes",
     "checkpoint_policies", "linalg_cpu_only", "traced_grad_of_scan", "mlp_train_step",
     "shard_map_collectives", "gather_scatter_ops", "integer_programs", "tokens_and_barrier",
-    "lstm_scan", "sorting_ops", "reductions_axes",
+    "lstm_scan", "sorting_ops", "lax_reductions", "transformer_block_grad", "checkpoint_scan_grad",
 )
 
 pytestmark = pytest.mark.skipif(_CHOSEN == "0", reason="JAXPR_PROTO_CROSS_JAX=0")
@@ -159,6 +159,9 @@ def test_other_jax_files_load_check_and_run_here(other, tmp_path):
   written = set(manifest["programs"])
   # The other JAX traces and writes most of them (some use APIs it lacks).
   assert len(written) >= len(PROGRAMS) - 6, manifest["skipped"]
+  # Named remat policies are closures in JAX 0.9 and 0.12, records in 0.10/0.11:
+  # every release writes them (as the records).
+  assert "checkpoint_policies" in written, manifest["skipped"]
   results = make_golden.verify_dir(out)
   meta = results.pop("_meta")
   assert meta == {"jax_version": jax.__version__, "written_by": version}
@@ -171,7 +174,8 @@ def test_other_jax_files_load_check_and_run_here(other, tmp_path):
   if _minor(version) < _minor(jax.__version__):
     assert not clear, clear  # an older JAX's files always load
   else:
-    assert len(ok) >= len(results) - 4, clear
+    # a newer JAX's files: most load; the rest use what this JAX lacks
+    assert len(ok) >= 0.75 * len(results), clear
 
 
 def test_this_jax_files_load_check_and_run_under_other_jax(other, tmp_path):
@@ -195,7 +199,8 @@ def test_this_jax_files_load_check_and_run_under_other_jax(other, tmp_path):
   if _minor(meta["written_by"]) < _minor(version):
     assert not clear, clear
   else:
-    assert len(ok) >= len(results) - 4, clear
+    # a newer JAX's files: most load; the rest use what this JAX lacks
+    assert len(ok) >= 0.75 * len(results), clear
 
 
 def _golden_dir_for_reverse() -> pathlib.Path:
@@ -203,3 +208,9 @@ def _golden_dir_for_reverse() -> pathlib.Path:
   mine = [d for d in dirs if _minor(json.loads((d / "MANIFEST.json").read_text())["jax_version"])
           == _minor(jax.__version__)]
   return (mine or dirs)[-1]
+
+
+def test_programs_exist():
+  from tests import corpus
+  names = {p.name for p in corpus.PROGRAMS}
+  assert set(PROGRAMS) <= names, set(PROGRAMS) - names
