@@ -334,7 +334,7 @@ def test_known_libraries_preregistered():
 
 @pytest.mark.parametrize("lib", ["optax", "flax", "equinox"])
 def test_real_library_node_types(lib):
-  """Runs where the library is installed (it is not a test dependency)."""
+  """The real libraries (test dependencies): their node types are pre-registered."""
   mod = pytest.importorskip(lib)
   pytrees.preregister_known_libraries()
   assert [n for n in pytrees.PYTREE_TYPES if n.startswith(lib + "::")]
