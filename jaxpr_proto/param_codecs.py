@@ -133,6 +133,8 @@ def extension_for(v):
   ft = _jax.flattree_fields(v)
   if ft is not None:
     return f"jax::flattree.{ft[0]}", ft[1]
+  if isinstance(v, TracedFunction):
+    return "jax::function", v.fields
   if _jax.is_hiprim(v):
     return "jax::hiprim", _hiprim_fields  # fields computed (or refused) in encode_extension
   return _policy_extension(v)
@@ -141,12 +143,63 @@ def extension_for(v):
 def _hiprim_fields(v, path):
   for name, (cls, _) in _jax.HIPRIMS.items():
     if type(v) is cls:
+      if v.effects:
+        raise EncodeError(f"HiJAX primitive {name} with effects {v.effects} is not supported", path)
+      params = dict(v.params)
+      for p, in_avals in _jax.hiprim_functions(v).items():
+        params[p] = TracedFunction(params[p], in_avals)
       return [("type", name), ("in_avals", tuple(v.in_avals)), ("out_aval", v.out_aval),
-              ("params", dict(v.params))]
+              ("params", params)]
   raise EncodeError(
       f"HiJAX primitive {type(v).__module__}.{type(v).__qualname__} is not supported "
       f"(jaxpr_proto rebuilds only {', '.join(sorted(_jax.HIPRIMS)) or 'none'} on JAX "
       f"{jax.__version__}; custom_root's holds Python functions)", path)
+
+
+class TracedFunction:
+  """A Python function param of a HiJAX primitive (custom_root's f, solve,
+  ...), called with pytrees of the given avals: written as the jaxpr it
+  traces to, read back as a function that evaluates that jaxpr."""
+  __slots__ = ("fn", "in_avals")
+
+  def __init__(self, fn, in_avals):
+    self.fn, self.in_avals = fn, in_avals
+
+  def fields(self, path):
+    source = getattr(self.fn, "_jaxpr_proto_source", None)
+    if source is not None:  # a function this package decoded: written as it was read
+      return list(zip(("jaxpr", "in_tree", "out_tree"), source))
+
+    def sds(a):
+      return jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+    args = jax.tree.map(sds, self.in_avals)
+    try:
+      cj, out_shape = jax.make_jaxpr(self.fn, return_shape=True)(*args)
+    except Exception as e:
+      raise EncodeError(f"cannot trace the function {getattr(self.fn, '__name__', self.fn)!r}: "
+                        f"{type(e).__name__}: {e}", path) from None
+    return [("jaxpr", cj), ("in_tree", jax.tree.structure(args)),
+            ("out_tree", jax.tree.structure(out_shape))]
+
+
+def _decode_function(fields: dict, path: str):
+  if set(fields) != {"jaxpr", "in_tree", "out_tree"}:
+    raise DecodeError(f"jax::function needs fields jaxpr, in_tree, out_tree; got {sorted(fields)}", path)
+  cj, in_tree, out_tree = fields["jaxpr"], fields["in_tree"], fields["out_tree"]
+  if (not isinstance(cj, _jax.ClosedJaxpr) or not isinstance(in_tree, jax.tree_util.PyTreeDef)
+      or not isinstance(out_tree, jax.tree_util.PyTreeDef)
+      or in_tree.num_leaves != len(cj.in_avals) or out_tree.num_leaves != len(cj.out_avals)):
+    raise DecodeError("jax::function: its trees do not match its jaxpr", path)
+  run = _jax.jaxpr_as_fun(cj)
+
+  def function(*args):
+    leaves = jax.tree.leaves(args)
+    if len(leaves) != in_tree.num_leaves:
+      raise TypeError(f"expected {in_tree.num_leaves} inputs, got {len(leaves)}")
+    return jax.tree.unflatten(out_tree, run(*leaves))
+  function.__name__ = function.__qualname__ = "jaxpr_proto_function"
+  function._jaxpr_proto_source = (cj, in_tree, out_tree)
+  return function
 
 
 def _decode_hiprim(fields: dict, path: str):
@@ -194,8 +247,8 @@ def _decode_flattree(kind: str, fields: dict, path: str):
 
 def encode_extension(enc, v, path) -> pb.Extension:
   name, fields = extension_for(v)
-  if callable(fields):
-    fields = fields(v, path)
+  if callable(fields):  # computed here, where the path is known
+    fields = fields(v, path) if name == "jax::hiprim" else fields(path)
   out = pb.Extension(codec=name)
   for f, x in fields:
     out.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))
@@ -216,6 +269,8 @@ def decode_extension(dec, msg: pb.Extension, path):
     return _jax.key_impl(name, path)
   if msg.codec == "jax::hiprim":
     return _decode_hiprim(fields, path)
+  if msg.codec == "jax::function":
+    return _decode_function(fields, path)
   if msg.codec.startswith("jax::flattree."):
     return _decode_flattree(msg.codec[len("jax::flattree."):], fields, path)
   factory = _jax.policy_factories().get(msg.codec)

@@ -56,7 +56,7 @@ _FD = _descriptor.FieldDescriptor
 # custom derivative rules, keys, sub-byte and float8 types, literals, effects.
 SEED_PROGRAMS = (
     "cond_switch", "while_loop_newton", "scan_variants", "nested_jit",
-    "user_custom_jvp", "user_custom_vjp", "random_key_arg", "lowbit_int_roundtrip", "sorting_ops",
+    "user_custom_jvp", "user_custom_vjp", "random_key_arg", "lowbit_int_roundtrip", "sorting_ops", "custom_root_sqrt",
     "float8_roundtrip", "float0_traced_grad", "named_scopes", "state_refs",
     "lax_gather_scatter_direct", "tokens_and_barrier", "checkpoint_policies",
 )

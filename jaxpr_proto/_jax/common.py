@@ -182,6 +182,10 @@ def is_hiprim(v) -> bool:
   return False
 
 
+def hiprim_functions(prim) -> dict:
+  return {}
+
+
 # custom_vjp_call's `bwd` (a WrappedFun) returns the input cotangents; from
 # JAX 0.11 it returns (cotangents, logs).
 def bwd_cotangents(ret):

@@ -1,11 +1,12 @@
 """The adapter for JAX 0.11: the 0.10 adapter plus what 0.11 changed."""
 from jaxpr_proto._jax.v0_10 import *  # noqa: F401,F403
-from jaxpr_proto._jax.v0_10 import core
+from jaxpr_proto._jax.v0_10 import core, jax
 from jax._src import api as _api
 from jax._src import flattree as _ft
 from jax._src import hijax as _hijax
 from jax._src import layout as _layout
 from jax._src import util as _util
+from jax._src.lax.control_flow import solves as _solves
 
 MINOR = (0, 11)
 
@@ -87,3 +88,39 @@ def bwd_cotangents(ret):
 
 def bwd_return(cotangents):
   return cotangents, None
+
+
+# HiJAX primitives a file may carry, by registered name: (class, build(in
+# avals, out aval, params)); `hiprim_functions` names the params that are
+# Python functions, which files carry as jaxprs (param_codecs.TracedFunction).
+def _tangents(avals):
+  return jax.tree.map(lambda a: a.to_tangent_aval(), avals)
+
+
+def _custom_root(in_avals, out_aval, params):
+  """custom_root's HiPrim, from its parts (its constructor wants a jax.stages.Traced)."""
+  prim = _solves.CustomRoot.__new__(_solves.CustomRoot)
+  prim.in_avals, prim.out_aval, prim.params = in_avals, out_aval, dict(params)
+  prim.effects = frozenset()
+  _hijax.HiPrim.__init__(prim)
+  return prim
+
+
+HIPRIMS = {
+    "jax::lax.control_flow.solves.CustomRoot": (_solves.CustomRoot, _custom_root),
+    "jax::lax.control_flow.solves._RootLinearMap": (
+        _solves._RootLinearMap,
+        lambda i, o, p: _solves._RootLinearMap(p["f"], i, o, frozenset(), p["transposed"])),
+}
+
+
+def hiprim_functions(prim) -> dict:
+  """{param: the input avals it is called with} of a HiPrim's function params."""
+  if type(prim) is _solves.CustomRoot:
+    solve_consts, guess, f_consts, tangent_consts = prim.in_avals
+    return {"f": (f_consts, guess), "solve": (solve_consts, guess),
+            "tangent_solve": (tangent_consts, guess, _tangents(guess))}
+  if type(prim) is _solves._RootLinearMap:
+    consts, x, _ = prim.in_avals
+    return {"f": (consts, x)}
+  return {}

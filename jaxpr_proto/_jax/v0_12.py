@@ -1,6 +1,7 @@
 """The adapter for JAX 0.12: the 0.11 adapter plus what 0.12 changed."""
 from jaxpr_proto._jax.v0_11 import *  # noqa: F401,F403
 from jaxpr_proto._jax.v0_11 import CONTEXT_FIELDS as _CONTEXT_FIELDS_0_11, core
+from jaxpr_proto._jax.v0_11 import HIPRIMS as _HIPRIMS_0_11
 from jax._src.numpy import hijax as _np_hijax
 from jax._src.numpy import ufuncs as _ufuncs
 
@@ -22,6 +23,7 @@ def make_context(compute_type, threefry_partitionable, cur_abstract_mesh,
 # constructors (which check their arguments) from the input avals, output
 # aval and params that the file carries.
 HIPRIMS = {
+    **_HIPRIMS_0_11,
     "jax::numpy.hijax.SearchSorted": (_np_hijax.SearchSorted, lambda i, o, p: _np_hijax.SearchSorted(
         *i, out_dtype=o.dtype, **p)),
     "jax::numpy.hijax.Nonzero": (_np_hijax.Nonzero, lambda i, o, p: _np_hijax.Nonzero(*i, **p)),
