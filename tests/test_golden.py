@@ -74,6 +74,7 @@ NEEDS_NEWER_JAX = {
     "jnp_misc": ((0, 12), "the polynomial primitive, HiJAX ldexp/frexp"),
     "scipy_special": ((0, 12), "the polynomial primitive"),
     "library_custom_derivs": ((0, 12), "the polynomial primitive"),
+    "custom_root_sqrt": ((0, 11), "custom_root is a HiJAX primitive"),
 }
 
 
