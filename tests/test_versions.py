@@ -291,3 +291,38 @@ def test_parse_version():
   assert P("0.9.0rc1") == (0, 9, 0)
   assert P("") == () and P("banana") == ()
   assert P("1" * 5000) == ()
+
+
+@pytest.mark.parametrize("policy,record", [
+    ("dots_saveable", ("jax::ad_checkpoint.DotsSaveable", {"only_if_no_batch_dims": False})),
+    ("dots_with_no_batch_dims_saveable",
+     ("jax::ad_checkpoint.DotsSaveable", {"only_if_no_batch_dims": True})),
+    ("save_only_these_names", ("jax::ad_checkpoint.SaveOnlyTheseNames", {"saveable_names": {"h"}})),
+    ("save_any_names_but_these", ("jax::ad_checkpoint.SaveAnyNamesButThese", {"names": {"h"}})),
+])
+def test_named_remat_policies_are_written_as_records(policy, record):
+  """JAX 0.9 and 0.12 build these policies as closures, 0.10 and 0.11 as
+  records: files always carry the records, so that they move between releases."""
+  from jax.ad_checkpoint import checkpoint_name
+  pol = getattr(jax.checkpoint_policies, policy)
+  if policy.startswith("save_"):
+    pol = pol("h")
+
+  def f(w, x):
+    h = checkpoint_name(jnp.tanh(x @ w), "h")
+    return jnp.sum(jnp.sin(h @ w))
+  g = jax.grad(jax.checkpoint(f, policy=pol))
+  w, x = jnp.ones((3, 3)) * 0.1, jnp.arange(6.0).reshape(2, 3)
+  cj = jax.make_jaxpr(g)(w, x)
+  m = jp.encode(cj)
+  recs = [p.value.record for p in m.params if p.name == "policy"]
+  assert [r.type for r in recs] == [record[0]]
+  fields = {f.name: f.value for f in recs[0].fields}
+  for name, want in record[1].items():
+    v = fields[name]
+    got = v.bool if v.WhichOneof("kind") == "bool" else {i.str for i in v.frozenset.items}
+    assert got == want
+  cj2 = jp.decode(m)
+  assert jp.dumps(cj2) == m.SerializeToString()
+  from jax.extend.core import jaxpr_as_fun
+  np.testing.assert_array_equal(jax.jit(jaxpr_as_fun(cj2))(w, x)[0], jax.jit(g)(w, x))
