@@ -139,8 +139,26 @@ class Expanded:
     self.name = name
 
 
+def _polynomial(x, *coeffs, unroll=None):
+  """Horner's rule, as JAX 0.12 lowers polynomial (a scan past `unroll` terms)."""
+  import jax.numpy as jnp
+  threshold = 8 if unroll is None else unroll
+  if len(coeffs) <= threshold:
+    acc = coeffs[-1]
+    for c in reversed(coeffs[:-1]):
+      acc = jnp.add(jnp.multiply(acc, x), c)
+    return acc
+  shape = jnp.broadcast_shapes(x.shape, *(c.shape for c in coeffs))
+  cshape = jnp.broadcast_shapes(*(c.shape for c in coeffs))
+  stacked = jnp.stack([jnp.broadcast_to(c, cshape) for c in reversed(coeffs)])
+  y, _ = jax.lax.scan(lambda acc, c: (jnp.add(jnp.multiply(acc, x), c), None),
+                      jnp.zeros(shape, x.dtype), stacked, unroll=threshold)
+  return y
+
+
 EXPANSIONS: dict[str, tuple[Version, Callable]] = {
     "one_minus_square": ((0, 11, 0), _one_minus_square),
+    "polynomial": ((0, 12, 0), _polynomial),
 }
 
 

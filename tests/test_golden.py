@@ -71,9 +71,7 @@ NEEDS_NEWER_JAX = {
     "complex_sort_search": ((0, 12), "jnp.searchsorted is a HiJAX primitive"),
     "scipy_linalg": ((0, 12), "jnp.searchsorted is a HiJAX primitive"),
     "unique_histogram": ((0, 12), "jnp.nonzero is a HiJAX primitive"),
-    "jnp_misc": ((0, 12), "the polynomial primitive, HiJAX ldexp/frexp"),
-    "scipy_special": ((0, 12), "the polynomial primitive"),
-    "library_custom_derivs": ((0, 12), "the polynomial primitive"),
+    "jnp_misc": ((0, 12), "HiJAX ldexp/frexp"),
     "custom_root_sqrt": ((0, 11), "custom_root is a HiJAX primitive"),
 }
 
@@ -82,11 +80,20 @@ def _clearly_refused(result: str) -> bool:
   return result.startswith(("load: UnknownPrimitiveError", "load: VersionError"))
 
 
+# Programs whose outputs legitimately differ when another JAX release (another
+# XLA) runs them: compared only under the JAX minor that wrote them.
+SAME_XLA_ONLY = {
+    "scipy_optimize_bfgs": "BFGS's iteration count (an int output) follows float "
+                           "rounding, which differs between XLA releases",
+}
+
+
 @pytest.mark.parametrize("d,name,entry", _entries())
 def test_golden_file(d, name, entry):
-  run = RUN_ALL or name in RUN_IN_CI
-  result = make_golden._verify_one(d, name, entry, run)
   writer = _jax.parse_version(json.loads((d / "MANIFEST.json").read_text())["jax_version"])[:2]
+  run = (RUN_ALL or name in RUN_IN_CI) and not (
+      name in SAME_XLA_ONLY and writer != _jax.JAX_VERSION[:2])
+  result = make_golden._verify_one(d, name, entry, run)
   needs = NEEDS_NEWER_JAX.get(name)
   if needs and writer >= needs[0] > _jax.JAX_VERSION[:2]:
     # written by a JAX that has it, read by one that lacks it: a clear refusal
