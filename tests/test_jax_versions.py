@@ -136,3 +136,16 @@ def test_flattree_stand_in_counts_as_jax_does():
     if p.grad_argnums is not None:
       walk(jax.make_jaxpr(corpus.grad_fn(p))(*p.args).jaxpr)
   assert len(seen) >= 10 and {"FTTuple", "FTPyTree"} <= set(seen), seen
+
+
+def test_cli_under_unsupported_jax_prints_one_line():
+  code = ("import sys; sys.argv = ['jaxpr-proto', 'info', 'x.jaxpb']\n"
+          "import jax; jax.__version__ = '0.8.1'\n"
+          "from jaxpr_proto.cli import main; main()")
+  done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        timeout=300, cwd=ROOT)
+  assert done.returncode == 2
+  assert done.stderr.strip().splitlines() == [
+      done.stderr.strip().splitlines()[0]], done.stderr  # one line
+  assert done.stderr.startswith("jaxpr-proto: error: jaxpr_proto supports JAX 0.9 to 0.12")
+  assert "Traceback" not in done.stderr

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import warnings
 
 import jax
@@ -42,7 +43,13 @@ def _adapter_name() -> str:
       f"that supports JAX {fmt(JAX_VERSION[:2])}")
 
 
-ADAPTER = _adapter_name()
+try:
+  ADAPTER = _adapter_name()
+except UnsupportedJaxError as e:
+  if os.path.basename(sys.argv[0]) == "jaxpr-proto":  # the CLI: its usual one-line error
+    print(f"jaxpr-proto: error: {e}", file=sys.stderr)
+    raise SystemExit(2) from None
+  raise
 _module = importlib.import_module(f"{__name__}.{ADAPTER}")
 globals().update({k: v for k, v in vars(_module).items() if not k.startswith("__")})
 JAX_VERSION = parse_version(jax.__version__)  # the adapter's globals do not replace it
