@@ -311,6 +311,9 @@ def decode_mesh(msg: pb.Mesh, path: str):
 
 
 def encode_spec(spec, path: str) -> pb.PartitionSpec:
+  if getattr(spec, "unreduced_kind", None) is not None:  # JAX >= 0.11
+    raise EncodeError(f"PartitionSpec.unreduced_kind={spec.unreduced_kind} is not carried "
+                      "by format 1.1", path)
   out = pb.PartitionSpec(unreduced=sorted(spec.unreduced),
                          reduced=sorted(spec.reduced))
   for p in spec._partitions:
