@@ -278,7 +278,7 @@ class Encoder:
         out.shape.add(symbolic=self.symbolic_dim(d, path))
     default = _jax.ShapedArray(a.shape, a.dtype, a.weak_type)
     if a.sharding != default.sharding:
-      out.sharding.CopyFrom(values.encode_named_sharding(a.sharding, path))
+      out.sharding.CopyFrom(values.encode_named_sharding(a.sharding, path, self.features))
     mat = _jax.manual_axis_type(a)
     out.varying.extend(sorted(mat.varying))
     out.unreduced.extend(sorted(mat.unreduced))
@@ -434,8 +434,10 @@ _VALUE_ENCODERS = {
     _jax.ClosedJaxpr: lambda enc, v, path: pb.Value(closed_jaxpr=enc.closed_jaxpr(v, path)),
     _jax.AbstractMesh: lambda enc, v, path: pb.Value(mesh=values.encode_mesh(v, path)),
     _jax.Mesh: lambda enc, v, path: pb.Value(mesh=values.encode_mesh(v, path)),
-    _jax.PartitionSpec: lambda enc, v, path: pb.Value(partition_spec=values.encode_spec(v, path)),
-    _jax.NamedSharding: lambda enc, v, path: pb.Value(named_sharding=values.encode_named_sharding(v, path)),
+    _jax.PartitionSpec: lambda enc, v, path: pb.Value(
+        partition_spec=values.encode_spec(v, path, enc.features)),
+    _jax.NamedSharding: lambda enc, v, path: pb.Value(
+        named_sharding=values.encode_named_sharding(v, path, enc.features)),
     jax.tree_util.PyTreeDef: lambda enc, v, path: pb.Value(treedef=pytrees.encode_treedef(v, enc.value, path)),
 }
 

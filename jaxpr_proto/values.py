@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxpr_proto import _jax
 from jaxpr_proto.dtypes import SUB_BYTE_BITS, decode_dtype, encode_dtype
-from jaxpr_proto.errors import DecodeError, EncodeError
+from jaxpr_proto.errors import DecodeError, EncodeError, VersionError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 # Types that look like records but must not be built from file data.
@@ -310,12 +310,15 @@ def decode_mesh(msg: pb.Mesh, path: str):
   return _jax.Mesh(np.array(devices[:n]).reshape(sizes), names, types)
 
 
-def encode_spec(spec, path: str) -> pb.PartitionSpec:
-  if getattr(spec, "unreduced_kind", None) is not None:  # JAX >= 0.11
-    raise EncodeError(f"PartitionSpec.unreduced_kind={spec.unreduced_kind} is not carried "
-                      "by format 1.1", path)
+def encode_spec(spec, path: str, features: set | None = None) -> pb.PartitionSpec:
+  """A PartitionSpec; `features` gets the Module.required_features it needs."""
   out = pb.PartitionSpec(unreduced=sorted(spec.unreduced),
                          reduced=sorted(spec.reduced))
+  kind = getattr(spec, "unreduced_kind", None)  # JAX >= 0.11
+  if kind is not None and kind.name != "sum":  # sum: the default, and all JAX 0.10 knows
+    out.unreduced_kind = kind.name
+    if features is not None:
+      features.add("unreduced_kind")
   for p in spec._partitions:
     e = out.entries.add()
     if p is None:
@@ -349,16 +352,26 @@ def decode_spec(msg: pb.PartitionSpec, path: str):
         parts.append(names[0])
       else:
         parts.append(tuple(names))
+  kw = {}
+  if msg.unreduced_kind:
+    kinds = getattr(jax.sharding, "UnreducedKind", None)
+    if kinds is None:
+      raise VersionError(f"PartitionSpec.unreduced_kind={msg.unreduced_kind!r} needs JAX >= 0.11",
+                         path)
+    try:
+      kw["unreduced_kind"] = kinds[msg.unreduced_kind]
+    except KeyError:
+      raise DecodeError(f"unknown unreduced_kind {msg.unreduced_kind!r}", path) from None
   try:
     return _jax.PartitionSpec(*parts, unreduced=frozenset(msg.unreduced),
-                              reduced=frozenset(msg.reduced))
+                              reduced=frozenset(msg.reduced), **kw)
   except Exception as e:
     raise DecodeError(f"bad PartitionSpec: {e}", path) from None
 
 
-def encode_named_sharding(s, path: str) -> pb.NamedSharding:
+def encode_named_sharding(s, path: str, features: set | None = None) -> pb.NamedSharding:
   out = pb.NamedSharding(mesh=encode_mesh(s.mesh, path),
-                         spec=encode_spec(s.spec, path))
+                         spec=encode_spec(s.spec, path, features))
   if s.memory_kind is not None:
     out.memory_kind = s.memory_kind
   return out

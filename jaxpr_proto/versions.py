@@ -33,6 +33,8 @@ FEATURES: dict[str, int] = {
     # 1.1: EqnContext.fields (eqn-context fields of JAX >= 0.11). A 1.0
     # reader would drop them silently, so a file that has any requires this.
     "eqn_context_fields": 1,
+    # 1.1: PartitionSpec.unreduced_kind other than "sum" (JAX >= 0.11).
+    "unreduced_kind": 1,
 }
 SUPPORTED_FEATURES: frozenset[str] = frozenset(FEATURES)
 

@@ -571,14 +571,16 @@ class AxisNames(_message.Message):
     def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PartitionSpec(_message.Message):
-    __slots__ = ("entries", "unreduced", "reduced")
+    __slots__ = ("entries", "unreduced", "reduced", "unreduced_kind")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     UNREDUCED_FIELD_NUMBER: _ClassVar[int]
     REDUCED_FIELD_NUMBER: _ClassVar[int]
+    UNREDUCED_KIND_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[PartitionSpecEntry]
     unreduced: _containers.RepeatedScalarFieldContainer[str]
     reduced: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, entries: _Optional[_Iterable[_Union[PartitionSpecEntry, _Mapping]]] = ..., unreduced: _Optional[_Iterable[str]] = ..., reduced: _Optional[_Iterable[str]] = ...) -> None: ...
+    unreduced_kind: str
+    def __init__(self, entries: _Optional[_Iterable[_Union[PartitionSpecEntry, _Mapping]]] = ..., unreduced: _Optional[_Iterable[str]] = ..., reduced: _Optional[_Iterable[str]] = ..., unreduced_kind: _Optional[str] = ...) -> None: ...
 
 class NamedSharding(_message.Message):
     __slots__ = ("mesh", "spec", "memory_kind")
