@@ -229,6 +229,11 @@ FLATTREE_FIELDS = {"tuple": ("elts",), "pytree": ("xs", "tree"), "singleton": ("
                    "either": ("is_right", "val")}
 
 
+# What the stand-ins of a JAX without FlatTrees rely on.
+_FLATTREE_FIELD_TYPES = {"tuple": {"elts": tuple}, "pytree": {"xs": tuple, "tree": jax.tree_util.PyTreeDef},
+                         "dict": {"keys": tuple, "vals": tuple}, "either": {"is_right": bool}}
+
+
 def _decode_flattree(kind: str, fields: dict, path: str):
   expected = FLATTREE_FIELDS.get(kind)
   if expected is None:
@@ -238,6 +243,9 @@ def _decode_flattree(kind: str, fields: dict, path: str):
   build = _jax.FLATTREE_BUILDERS.get(kind)
   if build is None:  # a JAX without FlatTrees: for the upgraders
     from jaxpr_proto.upgraders import FlatTreeStandIn
+    for name, want in _FLATTREE_FIELD_TYPES.get(kind, {}).items():
+      if not isinstance(fields[name], want):
+        raise DecodeError(f"jax::flattree.{kind}.{name} must be a {want.__name__}", path)
     return FlatTreeStandIn(kind, fields)
   try:
     return build(fields)
