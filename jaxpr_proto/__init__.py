@@ -2,7 +2,8 @@
 __version__ = "0.1.0"
 
 from jaxpr_proto.errors import (CheckError, DecodeError, EncodeError, Error, InternalError,
-                                UnknownPrimitiveError, UnsupportedJaxError, VersionError)
+                                PrimitiveVersionError, UnknownPrimitiveError,
+                                UnsupportedJaxError, VersionError)
 from jaxpr_proto.api import decode, dumps, encode, load, loads, parse, save
 from jaxpr_proto.registry import register_primitive
 from jaxpr_proto.pytrees import register_pytree_node
@@ -18,5 +19,5 @@ __all__ = [
     "VersionError", "decode", "dumps", "encode", "load", "loads", "parse",
     "save", "register_primitive", "register_pytree_node",
     "register_param_type", "proto", "Function", "trace", "stages",
-    "CheckError", "CheckReport", "check", "InternalError", "UnsupportedJaxError",
+    "CheckError", "CheckReport", "check", "InternalError", "UnsupportedJaxError", "PrimitiveVersionError",
 ]

@@ -13,8 +13,8 @@ import jax
 
 from jaxpr_proto import _jax, _traceback, custom_rules, param_codecs, pytrees, upgraders, values
 from jaxpr_proto.dtypes import decode_dtype, jnp_scalar_type
-from jaxpr_proto.errors import (DecodeError, Error, InternalError, UnknownPrimitiveError,
-                                VersionError)
+from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVersionError,
+                                UnknownPrimitiveError, VersionError)
 from jaxpr_proto.registry import REGISTRY
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.versions import check_version
@@ -131,7 +131,7 @@ class Decoder:
           p = self._prims[i] = upgraders.Expanded(name)  # see _decode_jaxpr
           return p
         if self.upgrader and self.upgrader.newer and msg.namespace.split(".")[0] == "jax":
-          raise UnknownPrimitiveError(f"{e.message} ({self.upgrader.describe()})", path) from None
+          raise PrimitiveVersionError(f"{e.message} ({self.upgrader.describe()})", path) from None
         raise
     return p
 

@@ -27,6 +27,10 @@ class VersionError(DecodeError):
   """A file needs a newer reader (format major or features)."""
 
 
+class PrimitiveVersionError(UnknownPrimitiveError, VersionError):
+  """A file of a newer JAX names a primitive that this JAX lacks."""
+
+
 class InternalError(DecodeError):
   """jaxpr_proto failed in a way its checks did not foresee: a bug, or a JAX
   change that its adapter does not know. Not a verdict on the file."""

@@ -141,7 +141,7 @@ def _run_other(py, *args, timeout=900) -> subprocess.CompletedProcess:
 
 def _clear_failure(result: str) -> bool:
   """A failure that names what the reading JAX lacks."""
-  return result.startswith("load: UnknownPrimitiveError") or result.startswith("load: VersionError")
+  return result.startswith(("load: PrimitiveVersionError", "load: VersionError"))
 
 
 def _minor(v: str) -> tuple[int, int]:

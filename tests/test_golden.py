@@ -77,7 +77,7 @@ NEEDS_NEWER_JAX = {
 
 
 def _clearly_refused(result: str) -> bool:
-  return result.startswith(("load: UnknownPrimitiveError", "load: VersionError"))
+  return result.startswith(("load: PrimitiveVersionError", "load: VersionError"))
 
 
 # Programs whose outputs legitimately differ when another JAX release (another
