@@ -67,7 +67,7 @@ def encode_jvp_rule(enc, eqn, path) -> int:
   n_primals = len(call_jaxpr.in_avals) - params["num_consts"]
   msg.name = thunk.debug_info.func_name
   msg.debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
-  depth = getattr(enc, "rule_depth", 0)
+  depth = enc.rule_depth
   if depth >= MAX_RULE_DEPTH:
     msg.trace_error = (f"the custom_jvp rule {msg.name!r} was not saved: custom_jvp rules "
                        f"nest more than {MAX_RULE_DEPTH} deep here (a rule whose derivative "

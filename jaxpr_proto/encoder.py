@@ -48,6 +48,7 @@ class Encoder:
     self.rules: dict[object, int] = {}
     self.namespaces: set[str] = set()
     self.features: set[str] = set()
+    self.rule_depth = 0  # custom_jvp rules being encoded inside one another
     self.m.tracebacks.add()
     self.m.name_stacks.add()
     self._default_ctx = self._intern_context(_jax.default_context())

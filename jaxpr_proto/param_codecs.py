@@ -13,7 +13,7 @@ import types
 import jax
 
 from jaxpr_proto import _jax, custom_rules
-from jaxpr_proto.errors import DecodeError, EncodeError
+from jaxpr_proto.errors import DecodeError, EncodeError, VersionError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 
@@ -136,7 +136,7 @@ def extension_for(v):
   if isinstance(v, TracedFunction):
     return "jax::function", v.fields
   if _jax.is_hiprim(v):
-    return "jax::hiprim", _hiprim_fields  # fields computed (or refused) in encode_extension
+    return "jax::hiprim", lambda path: _hiprim_fields(v, path)  # computed (or refused) in encode_extension
   return _policy_extension(v)
 
 
@@ -208,7 +208,6 @@ def _decode_hiprim(fields: dict, path: str):
   name, in_avals, params = fields["type"], fields["in_avals"], fields["params"]
   entry = _jax.HIPRIMS.get(name) if isinstance(name, str) else None
   if entry is None:
-    from jaxpr_proto.errors import VersionError
     raise VersionError(f"HiJAX primitive {name!r} is not known to JAX {jax.__version__}", path)
   if not isinstance(in_avals, tuple) or not isinstance(params, dict) or not all(
       isinstance(k, str) for k in params):
@@ -256,7 +255,7 @@ def _decode_flattree(kind: str, fields: dict, path: str):
 def encode_extension(enc, v, path) -> pb.Extension:
   name, fields = extension_for(v)
   if callable(fields):  # computed here, where the path is known
-    fields = fields(v, path) if name == "jax::hiprim" else fields(path)
+    fields = fields(path)
   out = pb.Extension(codec=name)
   for f, x in fields:
     out.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))

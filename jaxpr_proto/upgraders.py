@@ -131,14 +131,6 @@ def _one_minus_square(x):
   return jax.lax.mul(jax.lax.add(one, x), jax.lax.sub(one, x))
 
 
-class Expanded:
-  """Stands for a primitive of EXPANSIONS while its eqn is decoded."""
-  __slots__ = ("name",)
-
-  def __init__(self, name: str):
-    self.name = name
-
-
 def _polynomial(x, *coeffs, unroll=None):
   """Horner's rule, as JAX 0.12 lowers polynomial (a scan past `unroll` terms)."""
   import jax.numpy as jnp
@@ -160,6 +152,14 @@ EXPANSIONS: dict[str, tuple[Version, Callable]] = {
     "one_minus_square": ((0, 11, 0), _one_minus_square),
     "polynomial": ((0, 12, 0), _polynomial),
 }
+
+
+class Expanded:
+  """Stands for a primitive of EXPANSIONS while its eqn is decoded."""
+  __slots__ = ("name",)
+
+  def __init__(self, name: str):
+    self.name = name
 
 
 class EnumStandIn:
@@ -281,7 +281,6 @@ CHANGES: list[Change] = [
            up=lambda p: p.pop("name", None), down=lambda p: None),
     # --- JAX 0.12.0 ---------------------------------------------------------
     Change(_v("0.12.0"), "erfc", "add_param", "accuracy", default=None),
-
 ]
 
 # Allow-listed param types (enums, records) that moved between modules, and

@@ -42,7 +42,6 @@ NameStack = source_info_util.NameStack
 Scope = source_info_util.Scope
 Transform = source_info_util.Transform
 AbstractMesh = mesh_lib.AbstractMesh
-AbstractDevice = mesh_lib.AbstractDevice
 Mesh = mesh_lib.Mesh
 AxisType = mesh_lib.AxisType
 NamedSharding = jax.sharding.NamedSharding
