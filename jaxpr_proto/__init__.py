@@ -1,17 +1,17 @@
 """jaxpr-proto: a versioned protobuf exchange format for JAX programs (jaxprs)."""
-__version__ = "0.1.0"
+from jaxpr_proto._version import __version__
 
 from jaxpr_proto.errors import (CheckError, DecodeError, EncodeError, Error, InternalError,
                                 PrimitiveVersionError, UnknownPrimitiveError,
                                 UnsupportedJaxError, VersionError)
-from jaxpr_proto.api import decode, dumps, encode, load, loads, parse, save
-from jaxpr_proto.registry import register_primitive
-from jaxpr_proto.pytrees import register_pytree_node
-from jaxpr_proto.values import register_param_type
+from jaxpr_proto.api import check, decode, dumps, encode, load, loads, parse, save
+from jaxpr_proto.codec.names import register_primitive
+from jaxpr_proto.codec.pytrees import register_pytree_node
+from jaxpr_proto.codec.values import register_param_type
 from jaxpr_proto.v1 import jaxpr_pb2 as proto
 from jaxpr_proto.function import Function, trace
 from jaxpr_proto import pickling as _pickling, stages
-from jaxpr_proto.checker import CheckReport, check
+from jaxpr_proto.check.checker import CheckReport
 _pickling._install_on_import()
 
 __all__ = [

@@ -1,4 +1,4 @@
 """`python -m jaxpr_proto ...` is the `jaxpr-proto` command."""
-from jaxpr_proto.cli import main
+from jaxpr_proto.cli.commands import main
 
 raise SystemExit(main())

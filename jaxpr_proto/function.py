@@ -17,9 +17,15 @@ import hashlib
 import jax
 from jax.tree_util import PyTreeDef
 
-from jaxpr_proto import _jax, _lru, decoder, encoder, pytrees
-from jaxpr_proto.errors import DecodeError, EncodeError, Error
+from jaxpr_proto import _lru
+from jaxpr_proto import compat
+from jaxpr_proto.check import loading
+from jaxpr_proto.codec import decoder
+from jaxpr_proto.codec import encoder
+from jaxpr_proto.codec import pytrees
+from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire import files
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -38,7 +44,7 @@ class Function:
 
   def __init__(self, closed_jaxpr, in_tree: PyTreeDef, out_tree: PyTreeDef,
                name: str = "", *, _digest: bytes | None = None):
-    if not isinstance(closed_jaxpr, _jax.ClosedJaxpr):
+    if not isinstance(closed_jaxpr, compat.ClosedJaxpr):
       raise TypeError(f"expected a ClosedJaxpr, got {type(closed_jaxpr).__name__}")
     if not isinstance(in_tree, PyTreeDef) or not isinstance(out_tree, PyTreeDef):
       raise TypeError("in_tree and out_tree must be PyTreeDefs")
@@ -106,20 +112,13 @@ class Function:
       f = self._jit = _jit_for(self)
     return f
 
-  def __reduce__(self):
-    from jaxpr_proto.pickling import _Encoded
-    return (_load_function, (_Encoded(self),))
-
   def __copy__(self):
     return self  # immutable
 
 
-def _load_function(data):
-  from jaxpr_proto import api
-  from jaxpr_proto.pickling import _Encoded
-  if isinstance(data, _Encoded):
-    return data.obj
-  f = api.loads(data)
+def _load_function(data: bytes) -> Function:
+  """Unpickles a Function (jaxpr_proto.pickling writes its .jaxpb bytes)."""
+  f = decode_function(files.parse(data))
   if not isinstance(f, Function):
     raise TypeError(f"the pickle holds a {type(f).__name__}, not a Function")
   return f
@@ -159,7 +158,7 @@ _JIT_CACHE = _lru.LruCache(64)
 
 
 def _jit_for(f: Function):
-  make = lambda: jax.jit(_jax.jaxpr_as_fun(f.closed_jaxpr))
+  make = lambda: jax.jit(compat.jaxpr_as_fun(f.closed_jaxpr))
   key = f._digest
   if key is None:
     return make()
@@ -205,21 +204,13 @@ def encode_function(f: Function, *, debug_info: bool = True) -> pb.Module:
 
 
 def decode_function(m: pb.Module, *, typecheck: bool = True) -> Function:
-  cj = decoder.decode(m, typecheck=typecheck)  # checks the version
-  dec = decoder.Decoder(m)
+  dec, cj = loading.decode(m, typecheck=typecheck)
   sig = m.function
-  try:
+  with decoder.refusing(lambda: "function"):
     in_tree = dec.treedef(sig.in_tree, "function.in_tree")
     out_tree = dec.treedef(sig.out_tree, "function.out_tree")
     in_avals = [dec.aval(i, f"function.in_avals[{k}]") for k, i in enumerate(sig.in_avals)]
     out_avals = [dec.aval(i, f"function.out_avals[{k}]") for k, i in enumerate(sig.out_avals)]
-  except Error:
-    raise
-  except RecursionError:
-    raise DecodeError("structure nested too deeply", "function") from None
-  except Exception as e:
-    from jaxpr_proto.decoder import internal_error
-    raise internal_error(e, "function") from e
   if in_avals != list(cj.in_avals):
     raise DecodeError("function.in_avals do not match the jaxpr's inputs", "function.in_avals")
   if out_avals != list(cj.out_avals):

@@ -36,8 +36,8 @@ import os
 import jax
 import jax.extend.core as jex_core
 
-from jaxpr_proto import _jax, _lru
-from jaxpr_proto.registry import REGISTRY
+from jaxpr_proto import _lru, api, compat, function
+from jaxpr_proto.codec.names import REGISTRY
 
 # Whether pickles carry debug info (source locations, names).
 DEBUG_INFO = True
@@ -62,7 +62,6 @@ class _Encoded:
     self.convert = convert  # obj -> what is encoded, if not obj itself
 
   def data(self) -> bytes:
-    from jaxpr_proto import api
     obj = self.obj if self.convert is None else self.convert(self.obj)
     return api.dumps(obj, debug_info=DEBUG_INFO)
 
@@ -82,10 +81,9 @@ def _reduce_closed_jaxpr(cj):
 def _load_closed_jaxpr(data):
   if isinstance(data, _Encoded):  # copy.copy
     cj = data.obj
-    return _jax.ClosedJaxpr(cj.jaxpr, cj.consts)
-  from jaxpr_proto import api
+    return compat.ClosedJaxpr(cj.jaxpr, cj.consts)
   cj = api.loads(data)
-  if not isinstance(cj, _jax.ClosedJaxpr):
+  if not isinstance(cj, compat.ClosedJaxpr):
     raise TypeError(f"the pickle holds a {type(cj).__name__}, not a ClosedJaxpr")
   return cj
 
@@ -99,8 +97,8 @@ def _reduce_jaxpr(jaxpr):
 def _closed_form(jaxpr):
   """The ClosedJaxpr (no consts) that takes the constvars as leading invars."""
   if jaxpr.constvars:
-    jaxpr = _jax.convert_constvars_jaxpr(jaxpr)
-  return _jax.ClosedJaxpr(jaxpr, ())
+    jaxpr = compat.convert_constvars_jaxpr(jaxpr)
+  return compat.ClosedJaxpr(jaxpr, ())
 
 
 def _load_jaxpr(data, num_constvars: int):
@@ -132,7 +130,7 @@ def _lookup_primitive(namespace: str, name: str):
 
 
 def _primitive_types() -> set[type]:
-  out, todo = set(), [_jax.Primitive]
+  out, todo = set(), [compat.Primitive]
   while todo:
     t = todo.pop()
     if t not in out:
@@ -158,7 +156,7 @@ _JAXPR_AS_FUN = _jaxpr_as_fun_impl()
 def _is_jaxpr_as_fun(f) -> bool:
   return (type(f) is functools.partial and _JAXPR_AS_FUN is not None
           and f.func is _JAXPR_AS_FUN and len(f.args) == 1 and not f.keywords
-          and isinstance(f.args[0], _jax.ClosedJaxpr) and not f.__dict__)
+          and isinstance(f.args[0], compat.ClosedJaxpr) and not f.__dict__)
 
 
 def _reduce_partial(p):
@@ -179,7 +177,7 @@ _PJIT_TYPE = type(jax.jit(lambda: None))
 
 def _jit_info(f):
   """The (fun, PjitInfo) of a jitted function, or None."""
-  return _jax.jit_info(f)
+  return compat.jit_info(f)
 
 
 def _jit_options_of(f) -> dict | None:
@@ -216,15 +214,14 @@ def _simple_jit_options(info) -> dict | None:
 
 
 def _is_unspecified(s) -> bool:
-  return s is _jax.UNSPECIFIED or type(s).__name__ == "UnspecifiedValue"
+  return s is compat.UNSPECIFIED or type(s).__name__ == "UnspecifiedValue"
 
 
 def _reduce_pjit(f):
   got = _jit_info(f)
   if got is not None:
     fun, info = got
-    from jaxpr_proto.function import Function
-    if _is_jaxpr_as_fun(fun) or isinstance(fun, Function):
+    if _is_jaxpr_as_fun(fun) or isinstance(fun, function.Function):
       kw = _simple_jit_options(info)
       if kw is not None:
         target = fun.args[0] if _is_jaxpr_as_fun(fun) else fun
@@ -246,12 +243,11 @@ def _load_jit(data, options):
   if isinstance(data, _Encoded):  # copy.copy: same target, new jit
     return _make_jit(data.obj, kw)
   key = (hashlib.sha256(data).digest(), tuple(options))
-  from jaxpr_proto import api
   return _JIT_CACHE.get_or_make(key, lambda: _make_jit(api.loads(data), kw))
 
 
 def _make_jit(target, kw):
-  if isinstance(target, _jax.ClosedJaxpr):
+  if isinstance(target, compat.ClosedJaxpr):
     return jax.jit(jex_core.jaxpr_as_fun(target), **kw)
   return jax.jit(target, **kw)
 
@@ -260,7 +256,7 @@ def _make_jit(target, kw):
 
 def _reducers() -> dict[type, object]:
   # ClosedJaxpr after Jaxpr: from JAX 0.11 they are one class, and every jaxpr is closed.
-  out = {_jax.Jaxpr: _reduce_jaxpr, _jax.ClosedJaxpr: _reduce_closed_jaxpr,
+  out = {compat.Jaxpr: _reduce_jaxpr, compat.ClosedJaxpr: _reduce_closed_jaxpr,
          _PJIT_TYPE: _reduce_pjit}
   if _JAXPR_AS_FUN is not None:
     out[functools.partial] = _reduce_partial
@@ -302,7 +298,16 @@ def uninstall() -> None:
 
 def installed() -> bool:
   """Whether the hooks are in place."""
-  return copyreg.dispatch_table.get(_jax.ClosedJaxpr) is _reduce_closed_jaxpr
+  return copyreg.dispatch_table.get(compat.ClosedJaxpr) is _reduce_closed_jaxpr
+
+
+# --- jp.Function: pickles whether or not the hooks are installed ----------------
+
+def _reduce_function(f):
+  return (function._load_function, (_Encoded(f),))
+
+
+copyreg.pickle(function.Function, _reduce_function)
 
 
 def _install_on_import() -> None:

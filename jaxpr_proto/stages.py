@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 
-from jaxpr_proto import _jax
+from jaxpr_proto import compat
 from jaxpr_proto.function import Function
 
 
@@ -114,9 +114,9 @@ def split(closed_jaxpr, num_stages: int | None = None, *,
   for s, r in enumerate(ranges):
     for e in jaxpr.eqns[r.start:r.stop]:
       for v in e.outvars:
-        if not isinstance(v, _jax.DropVar):
+        if not isinstance(v, compat.DropVar):
           stage_of[v] = s
-  is_var = lambda x: isinstance(x, _jax.Var) and not isinstance(x, _jax.Literal)
+  is_var = lambda x: isinstance(x, compat.Var) and not isinstance(x, compat.Literal)
 
   # The values each stage needs from outside.
   needs = []
@@ -140,7 +140,7 @@ def split(closed_jaxpr, num_stages: int | None = None, *,
     outs = {}
     for e in eqns:
       for v in e.outvars:
-        if not isinstance(v, _jax.DropVar) and v in later:
+        if not isinstance(v, compat.DropVar) and v in later:
           outs[v] = None
     outvars = list(outs)
     if s == last:  # the program outputs that are literals or consts
@@ -153,9 +153,9 @@ def split(closed_jaxpr, num_stages: int | None = None, *,
     sub = jaxpr.replace(
         constvars=constvars, invars=list(needs[s]), outvars=outvars, eqns=list(eqns),
         effects=_effects(eqns),
-        debug_info=_jax.DebugInfo("jaxpr_proto.stages", f"stage {s}",
+        debug_info=compat.DebugInfo("jaxpr_proto.stages", f"stage {s}",
                                   (None,) * len(needs[s]), None))
-    stages.append(Stage(_jax.ClosedJaxpr(sub, [consts[v] for v in constvars]),
+    stages.append(Stage(compat.ClosedJaxpr(sub, [consts[v] for v in constvars]),
                         tuple(ids[v] for v in needs[s]),
                         tuple(ids[v] for v in outvars[:len(outs)]) +
                         tuple(range(next_id, next_id + len(outvars) - len(outs))), r))
@@ -178,13 +178,13 @@ def _allowed_boundaries(jaxpr) -> set[int]:
   defined, last = {}, {}
   for i, e in enumerate(jaxpr.eqns):
     for x in e.invars:
-      if isinstance(x, _jax.Var) and x in defined:
+      if isinstance(x, compat.Var) and x in defined:
         last[x] = i
     for v in e.outvars:
-      if not isinstance(v, _jax.DropVar) and _is_ref(v.aval):
+      if not isinstance(v, compat.DropVar) and _is_ref(v.aval):
         defined[v] = i
   for x in jaxpr.outvars:
-    if isinstance(x, _jax.Var) and x in defined:
+    if isinstance(x, compat.Var) and x in defined:
       last[x] = n
   ok = set(range(1, n))
   for v, d in defined.items():

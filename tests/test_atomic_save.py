@@ -22,13 +22,13 @@ import pytest
 import jax
 
 import jaxpr_proto as jp
-from jaxpr_proto import api
+from jaxpr_proto.wire import files as api
 
 _CHILD = textwrap.dedent("""
     import os, sys, time
     import numpy as np, jax, jax.numpy as jnp
     import jaxpr_proto as jp
-    from jaxpr_proto import api
+    from jaxpr_proto.wire import files as api
     path, marker, point = sys.argv[1], sys.argv[2], sys.argv[3]
 
     def hang():

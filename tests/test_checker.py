@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxpr_proto as jp
-from jaxpr_proto import checker
+from jaxpr_proto.check import checker
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 
@@ -280,7 +280,7 @@ def test_max_errors(m):
 
 def test_cli_check(tmp_path, m, capsys):
   """`jaxpr-proto check FILE` (wired to checker.check by the CLI) exits 0 or 1."""
-  from jaxpr_proto import cli
+  from jaxpr_proto.cli import commands as cli
   good = tmp_path / "good.jaxpb"
   good.write_bytes(m.SerializeToString())
   _root(m).eqns[0].invars[0].var = 999

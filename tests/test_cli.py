@@ -21,8 +21,10 @@ import pytest
 from jax.extend.core import jaxpr_as_fun
 
 import jaxpr_proto as jp
-from jaxpr_proto import cli, info
-from jaxpr_proto import textforms as tf
+from jaxpr_proto.cli import commands as cli
+from jaxpr_proto.cli import progress
+from jaxpr_proto.wire import info
+from jaxpr_proto.wire import files as tf
 from tests.test_textforms import args_of, traced
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -299,7 +301,7 @@ def test_info_counts_sharing(capsys, tmp_path):
 
 
 def test_info_expanded_matches_jax_walk():
-  from jaxpr_proto import demo
+  from jaxpr_proto.cli import demo
   cj, _ = demo.trace()
   doc = info.module_info(jp.encode(cj))
   assert (doc["eqns"]["root"], doc["eqns"]["expanded"]) == demo.count_eqns(cj)
@@ -487,7 +489,7 @@ def test_demo(capsys, tmp_path):
 
 
 def test_demo_reports_disagreement(capsys, monkeypatch):
-  from jaxpr_proto import demo
+  from jaxpr_proto.cli import demo
   monkeypatch.setattr(demo, "bitwise_equal", lambda a, b: False)
   # A tiny program instead of the training step, to keep this fast.
   monkeypatch.setattr(demo, "trace", lambda: (traced("custom_vjp"), list(args_of("custom_vjp"))))
@@ -506,7 +508,7 @@ class FakeTTY(io.StringIO):
 def test_progress_bar_only_on_a_terminal():
   tty, pipe = FakeTTY(), io.StringIO()
   for stream in (tty, pipe):
-    with cli.Progress(2, stream) as p:
+    with progress.Progress(2, stream) as p:
       p.stage("reading")
       p.update(5, 10)
       p.stage("decoding")
@@ -516,14 +518,14 @@ def test_progress_bar_only_on_a_terminal():
 
 
 def test_progress_in_commands(capsys, files, monkeypatch):
-  monkeypatch.setattr(cli, "PROGRESS_MIN_BYTES", 0)
+  monkeypatch.setattr(progress, "PROGRESS_MIN_BYTES", 0)
   fake = FakeTTY()
   monkeypatch.setattr(sys, "stderr", fake)
   assert cli.main(["info", files["scan"]]) == 0
   assert "measuring" in fake.getvalue()
   monkeypatch.undo()
   # Not a terminal (pytest captures stderr): silent.
-  monkeypatch.setattr(cli, "PROGRESS_MIN_BYTES", 0)
+  monkeypatch.setattr(progress, "PROGRESS_MIN_BYTES", 0)
   code, out, err = run_cli(capsys, "info", files["scan"])
   assert code == 0 and err == ""
 

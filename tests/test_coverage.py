@@ -7,7 +7,7 @@ import jax.extend.core.primitives as jex_prims
 import pytest
 from jax.extend.core import Primitive
 
-from jaxpr_proto.registry import REGISTRY
+from jaxpr_proto.codec.names import REGISTRY
 
 if not os.path.exists(os.path.join(os.path.dirname(__file__), "primitive_coverage.py")):
   # Skipped (not a collection error, which would stop the whole suite) until

@@ -11,7 +11,7 @@ from jax.extend.core import Primitive, jaxpr_as_fun
 from jax.interpreters import mlir
 
 import jaxpr_proto as jp
-from jaxpr_proto.registry import REGISTRY
+from jaxpr_proto.codec.names import REGISTRY
 
 
 def test_error_classes():

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import jaxpr_proto as jp
-from jaxpr_proto import pytrees
+from jaxpr_proto.codec import pytrees
 from tests import corpus
 from tests.test_roundtrip import UNSUPPORTED
 

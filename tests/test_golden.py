@@ -26,7 +26,8 @@ import sys
 import pytest
 
 import jaxpr_proto as jp
-from jaxpr_proto import _jax, versions
+from jaxpr_proto import compat
+from jaxpr_proto.wire import versions
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
 sys.path.insert(0, str(GOLDEN.parent.parent / "tools"))
@@ -90,12 +91,12 @@ SAME_XLA_ONLY = {
 
 @pytest.mark.parametrize("d,name,entry", _entries())
 def test_golden_file(d, name, entry):
-  writer = _jax.parse_version(json.loads((d / "MANIFEST.json").read_text())["jax_version"])[:2]
+  writer = compat.parse_version(json.loads((d / "MANIFEST.json").read_text())["jax_version"])[:2]
   run = (RUN_ALL or name in RUN_IN_CI) and not (
-      name in SAME_XLA_ONLY and writer != _jax.JAX_VERSION[:2])
+      name in SAME_XLA_ONLY and writer != compat.JAX_VERSION[:2])
   result = make_golden._verify_one(d, name, entry, run)
   needs = NEEDS_NEWER_JAX.get(name)
-  if needs and writer >= needs[0] > _jax.JAX_VERSION[:2]:
+  if needs and writer >= needs[0] > compat.JAX_VERSION[:2]:
     # written by a JAX that has it, read by one that lacks it: a clear refusal
     assert _clearly_refused(result), result
     return

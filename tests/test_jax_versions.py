@@ -12,7 +12,7 @@ import jax
 import pytest
 
 import jaxpr_proto as jp
-from jaxpr_proto import _jax
+from jaxpr_proto import compat
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -20,16 +20,16 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 def _import_with_jax_version(version: str, **env) -> subprocess.CompletedProcess:
   """Imports jaxpr_proto in a fresh process whose jax reports `version`."""
   code = (f"import jax; jax.__version__ = {version!r}\n"
-          "import jaxpr_proto, jaxpr_proto._jax as j; print('adapter', j.ADAPTER)")
+          "import jaxpr_proto, jaxpr_proto.compat as j; print('adapter', j.ADAPTER)")
   return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                         timeout=300, cwd=ROOT, env=dict(os.environ, **env))
 
 
 def test_running_jax_has_its_own_adapter():
   minor = tuple(int(x) for x in jax.__version__.split(".")[:2])
-  assert _jax.ADAPTER == f"v{minor[0]}_{minor[1]}"
-  assert _jax.MINOR == minor
-  assert _jax.JAX_VERSION[:2] == minor
+  assert compat.ADAPTER == f"v{minor[0]}_{minor[1]}"
+  assert compat.MINOR == minor
+  assert compat.JAX_VERSION[:2] == minor
 
 
 @pytest.mark.parametrize("version", ["0.8.1", "0.4.38", "0.13.0", "1.0.0"])
@@ -48,7 +48,7 @@ def test_unsupported_jax_error_is_an_import_error():
   assert issubclass(jp.UnsupportedJaxError, jp.Error)
 
 
-@pytest.mark.skipif(_jax.MINOR != max(_jax._version.ADAPTERS),
+@pytest.mark.skipif(compat.MINOR != compat.MINORS[-1],
                     reason="only the newest supported JAX can stand in for a newer one")
 def test_newer_jax_can_be_tried_with_the_newest_adapter():
   done = _import_with_jax_version("0.13.0", JAXPR_PROTO_UNSUPPORTED_JAX="1")
@@ -70,7 +70,7 @@ def test_internal_errors_do_not_blame_the_file(monkeypatch):
 
   def broken(*a, **k):
     raise TypeError("JaxprEqnContext._create() missing 1 required positional argument")
-  monkeypatch.setattr(_jax, "make_context", broken)
+  monkeypatch.setattr(compat, "make_context", broken)
   with pytest.raises(jp.InternalError) as info:
     jp.loads(data)
   msg = str(info.value)
@@ -83,10 +83,10 @@ def test_internal_errors_do_not_blame_the_file(monkeypatch):
 
 def test_every_adapter_is_listed_and_small():
   """One module per minor; the per-minor adapters stay small (what differs)."""
-  adapters = sorted(p.stem for p in (ROOT / "jaxpr_proto" / "_jax").glob("v*.py"))
-  assert adapters == sorted(_jax._version.ADAPTERS.values())
-  for name in adapters:
-    lines = (ROOT / "jaxpr_proto" / "_jax" / f"{name}.py").read_text().splitlines()
+  folders = sorted(p.parent.name for p in (ROOT / "jaxpr_proto" / "compat").glob("v*/adapter.py"))
+  assert folders == sorted(compat.folder(m) for m in compat.MINORS)
+  for name in folders:
+    lines = (ROOT / "jaxpr_proto" / "compat" / name / "adapter.py").read_text().splitlines()
     assert len(lines) < 150, (name, len(lines))
 
 
@@ -94,7 +94,7 @@ def test_jax_internals_are_used_only_in_the_adapters():
   offenders = []
   for path in (ROOT / "jaxpr_proto").rglob("*.py"):
     rel = path.relative_to(ROOT / "jaxpr_proto")
-    if rel.parts[0] == "_jax":
+    if rel.parts[0] == "compat":
       continue
     for k, line in enumerate(path.read_text().splitlines(), 1):
       if re.match(r"\s*(from jax\._src|import jax\._src)", line):
@@ -102,19 +102,19 @@ def test_jax_internals_are_used_only_in_the_adapters():
   assert not offenders, offenders
 
 
-@pytest.mark.skipif(_jax.FLATTREE_BUILDERS == {}, reason="this JAX has no FlatTrees")
+@pytest.mark.skipif(compat.FLATTREE_BUILDERS == {}, reason="this JAX has no FlatTrees")
 def test_flattree_stand_in_counts_as_jax_does():
-  """An older JAX reads scan's FlatTrees as upgraders.FlatTreeStandIn; its leaf
+  """An older JAX reads scan's FlatTrees as standins.FlatTreeStandIn; its leaf
   counts and parts must be JAX's own, on every scan of the corpus (with
   grads: filtered trees, nested Eithers, pytree nodes)."""
-  from jaxpr_proto import upgraders
+  from jaxpr_proto.compat import standins
   from tests import corpus
 
   def stand_in(v):
-    ft = _jax.flattree_fields(v)
+    ft = compat.flattree_fields(v)
     if ft is None:
       return tuple(stand_in(x) for x in v) if isinstance(v, tuple) else v
-    return upgraders.FlatTreeStandIn(ft[0], {k: stand_in(x) for k, x in ft[1]})
+    return standins.FlatTreeStandIn(ft[0], {k: stand_in(x) for k, x in ft[1]})
 
   seen = []
 
@@ -127,7 +127,7 @@ def test_flattree_stand_in_counts_as_jax_does():
           assert len(s) == len(t), (name, t)
           assert s.part_sizes() == [len(x) for x in t.unpack()], (name, t)
           seen.append(type(t).__name__)
-      for sub in _jax.jaxprs_in_params(e.params):
+      for sub in compat.jaxprs_in_params(e.params):
         walk(sub)
 
   for name in ("scan_variants", "checkpoint_scan_grad", "traced_grad_of_scan", "lstm_scan"):
@@ -153,7 +153,7 @@ def test_cli_under_unsupported_jax_prints_one_line():
 
 @pytest.mark.skipif(not hasattr(jax.sharding, "UnreducedKind"), reason="JAX < 0.11")
 def test_partition_spec_unreduced_kind_round_trips():
-  from jaxpr_proto import values
+  from jaxpr_proto.codec import values
   P = jax.sharding.PartitionSpec
   for kind in jax.sharding.UnreducedKind:
     spec = P(None, "y", unreduced={"x"}, unreduced_kind=kind)

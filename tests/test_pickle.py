@@ -20,7 +20,8 @@ from jax import lax
 from jax.extend.core import jaxpr_as_fun
 
 import jaxpr_proto as jp
-from jaxpr_proto import _jax, pickling
+from jaxpr_proto import pickling
+from jaxpr_proto import compat
 from tests import corpus
 from tests.test_roundtrip import UNSUPPORTED
 
@@ -104,8 +105,8 @@ def test_open_jaxpr_with_constvars(how):
   assert j2.debug_info.arg_names == jaxpr.debug_info.arg_names
   jax.extend.core.check_jaxpr(j2)
   args = (jnp.arange(3.0), jnp.float32(0.5))
-  assert_same(_jax.eval_jaxpr(j2, cj.consts, *args),
-              _jax.eval_jaxpr(jaxpr, cj.consts, *args))
+  assert_same(compat.eval_jaxpr(j2, cj.consts, *args),
+              compat.eval_jaxpr(jaxpr, cj.consts, *args))
 
 
 @pytest.mark.parametrize("how", list(PICKLERS))
@@ -341,7 +342,7 @@ def test_corpus_survives(traced, how):
   assert jp.dumps(cj2) == data  # the same program
   j2 = PICKLERS[how](cj.jaxpr)
   assert type(j2) is type(cj.jaxpr)
-  assert jp.dumps(_jax.ClosedJaxpr(j2, cj.consts)) == data
+  assert jp.dumps(compat.ClosedJaxpr(j2, cj.consts)) == data
 
 
 @pytest.mark.parametrize("name", EVALUATED)

@@ -1,4 +1,4 @@
-"""Tests for jaxpr_proto._traceback: rebuilding eqn source info on load."""
+"""Tests for jaxpr_proto.codec.tracebacks: rebuilding eqn source info on load."""
 
 import concurrent.futures
 import re
@@ -14,7 +14,7 @@ from jax._src import source_info_util
 from jax.extend import core as jex_core
 from jax.interpreters import mlir
 
-from jaxpr_proto._traceback import (
+from jaxpr_proto.codec.tracebacks import (
     frames_of, make_source_info, make_traceback, make_tracebacks)
 
 THIS_FILE = __file__

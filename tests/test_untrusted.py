@@ -20,8 +20,8 @@ import jax
 import jax.numpy as jnp
 
 import jaxpr_proto as jp
-from jaxpr_proto import _jax
-from jaxpr_proto import decoder
+from jaxpr_proto import compat
+from jaxpr_proto.codec import decoder
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 
@@ -165,7 +165,7 @@ def _deep_module(n: int) -> pb.Module:
   """jaxprs[i] holds a call eqn whose call_jaxpr is closed_jaxprs[i+1] (JAX
   0.11 has no closed_call: its eval_jaxpr takes the same param)."""
   m = pb.Module(format_version=pb.FormatVersion(major=1))
-  call = "closed_call" if _jax.JAX_VERSION[:2] < (0, 11) else "eval_jaxpr"
+  call = "closed_call" if compat.JAX_VERSION[:2] < (0, 11) else "eval_jaxpr"
   m.primitives.add(namespace="jax", name=call)
   m.namespaces.add(namespace="jax", version=jax.__version__)
   m.tracebacks.add(), m.name_stacks.add(), m.contexts.add()
@@ -180,18 +180,18 @@ def _deep_module(n: int) -> pb.Module:
 
 def test_sub_jaxprs_nested_100k_deep():
   m = _deep_module(100_000)
-  e = _fails(m, match=f"nested deeper than {decoder._MAX_DEPTH}", max_s=10.0)
+  e = _fails(m, match=f"nested deeper than {decoder.MAX_DEPTH}", max_s=10.0)
   assert e.path.startswith("eqn[0].params.call_jaxpr.eqn[0]")
 
 
 def test_checker_reports_deep_nesting():
   r = jp.check(_deep_module(5_000))
-  assert [msg for _, msg in r.errors] == [f"sub-jaxprs nested 4999 deep, deeper than {decoder._MAX_DEPTH}"]
+  assert [msg for _, msg in r.errors] == [f"sub-jaxprs nested 4999 deep, deeper than {decoder.MAX_DEPTH}"]
 
 
 def test_nesting_within_the_limit_loads():
-  cj = jp.loads(_deep_module(decoder._MAX_DEPTH).SerializeToString())
-  assert jp.check(_deep_module(decoder._MAX_DEPTH)).ok
+  cj = jp.loads(_deep_module(decoder.MAX_DEPTH).SerializeToString())
+  assert jp.check(_deep_module(decoder.MAX_DEPTH)).ok
   assert len(cj.jaxpr.eqns) == 1
 
 

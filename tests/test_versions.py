@@ -9,7 +9,10 @@ import jax
 import jax.numpy as jnp
 
 import jaxpr_proto as jp
-from jaxpr_proto import _jax, decoder, upgraders, versions
+from jaxpr_proto import compat
+from jaxpr_proto.codec import decoder
+from jaxpr_proto.compat import upgrade
+from jaxpr_proto.wire import versions
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 THIS_JAX = jax.__version__
@@ -111,7 +114,7 @@ def test_namespaces_carry_the_jax_release(m):
 
 
 def test_same_minor_other_patch_is_not_gated(m):
-  _set_jax_version(m, "%d.%d.0" % _jax.JAX_VERSION[:2])
+  _set_jax_version(m, "%d.%d.0" % compat.JAX_VERSION[:2])
   assert decoder.Decoder(m).upgrader is None  # no change between x.y.0 and this JAX
   jp.loads(m.SerializeToString())
 
@@ -210,9 +213,9 @@ def test_upgrader_unknown_param_of_older_jax(m):
 
 
 def test_upgrader_directions():
-  V = _jax.parse_version
-  up = upgraders.Upgrader(V("0.9.2"), V("0.10.2"))
-  down = upgraders.Upgrader(V("0.10.2"), V("0.9.2"))
+  V = compat.parse_version
+  up = upgrade.Upgrader(V("0.9.2"), V("0.10.2"))
+  down = upgrade.Upgrader(V("0.10.2"), V("0.9.2"))
   assert not up.newer and down.newer
   # added params: a default when upgrading; dropped when it holds the default
   assert up.params("mul", {}, "e") == {"out_dtype": None}
@@ -239,12 +242,12 @@ def test_upgrader_directions():
   assert down.primitive_name("all_gather_start") == "ag_start"
   assert up.primitive_name("sin") == "sin"
   # no changes between releases of one minor
-  assert not upgraders.Upgrader(V("0.10.0"), V("0.10.2"))
+  assert not upgrade.Upgrader(V("0.10.0"), V("0.10.2"))
 
 
 def _param_table_pairs():
   """(older minor, newer minor) of consecutive JAX minors with param tables."""
-  minors = sorted(_jax._version.ADAPTERS)
+  minors = list(compat.MINORS)
   return list(zip(minors, minors[1:]))
 
 
@@ -254,10 +257,10 @@ def test_every_change_is_sound(old_minor, new_minor):
   """Each change of a JAX minor names a primitive of one of the two minors, and
   its params agree with the recorded param tables of the two; every
   difference of the two tables is covered by a change."""
-  from jaxpr_proto import _param_tables
-  old, new = _param_tables.param_names(old_minor), _param_tables.param_names(new_minor)
+  from jaxpr_proto.compat import param_tables
+  old, new = param_tables.param_names(old_minor), param_tables.param_names(new_minor)
   assert old and new, "tools/param_names.py writes a table per JAX minor"
-  changes = [c for c in upgraders.CHANGES if c.since[:2] == new_minor]
+  changes = [c for c in upgrade.CHANGES if c.since[:2] == new_minor]
   for c in changes:
     if c.kind in ("rename_primitive", "rewrite"):
       continue
@@ -277,16 +280,16 @@ def test_every_change_is_sound(old_minor, new_minor):
 
 
 def test_renamed_types_are_aliased():
-  assert upgraders.type_alias("jax::memory.Space") == "jax::core.MemorySpace"
-  assert upgraders.type_alias("jax::core.MemorySpace") == "jax::memory.Space"
-  assert upgraders.type_alias("jax::lax.slicing.GatherScatterMode") is None
+  assert upgrade.type_alias("jax::memory.Space") == "jax::core.MemorySpace"
+  assert upgrade.type_alias("jax::core.MemorySpace") == "jax::memory.Space"
+  assert upgrade.type_alias("jax::lax.slicing.GatherScatterMode") is None
   dec = decoder.Decoder(pb.Module())
   v = dec.value(pb.Value(enum=pb.EnumValue(type="jax::memory.Space", member="Host")), "p")
-  assert v is _jax.MemorySpace.Host
+  assert v is compat.MemorySpace.Host
 
 
 def test_parse_version():
-  P = _jax.parse_version
+  P = compat.parse_version
   assert P("0.10.2") == (0, 10, 2)
   assert P("0.10.3.dev20260101") == (0, 10, 3)
   assert P("0.9.0rc1") == (0, 9, 0)

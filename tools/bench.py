@@ -70,7 +70,7 @@ def transformer_block_grad():
 
 
 def demo_program():
-  from jaxpr_proto import demo
+  from jaxpr_proto.cli import demo
   return "demo_mlp_train_step", demo.train_step, demo.example_args()
 
 

@@ -40,7 +40,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jaxpr_proto as jp  # noqa: E402
-from jaxpr_proto import versions  # noqa: E402
+from jaxpr_proto.wire import files, versions  # noqa: E402
 
 
 def eval_closed_jaxpr(cj, flat_args):
@@ -162,7 +162,7 @@ def write_corpus(out: pathlib.Path, names=None, debug_info=True, log=print):
         skipped[p.name] = f"evaluate: {type(e).__name__}: {e}"[:300]
         continue
     entry["inputs"], entry["outputs"] = in_desc, out_desc
-    jp.api.write_atomic(out / f"{p.name}.jaxpb", data)
+    files.write_atomic(out / f"{p.name}.jaxpb", data)
     entries[p.name] = entry
     log(f"{p.name}: {len(data)} bytes, {time.time() - t0:.1f}s")
   manifest = {
@@ -269,7 +269,7 @@ def write_future(out: pathlib.Path) -> None:
   unknown = b"\xc2\x3e" + bytes([len(payload)]) + payload
 
   def write(name, m, extra=b""):
-    jp.api.write_atomic(out / name, m.SerializeToString(deterministic=True) + extra)
+    files.write_atomic(out / name, m.SerializeToString(deterministic=True) + extra)
 
   m = pb.Module()
   m.CopyFrom(base)

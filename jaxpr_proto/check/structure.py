@@ -1,0 +1,286 @@
+"""Stage 1 of the checker: the references, SSA and define-before-use of a
+Module, on the message alone (no JAX), reporting every error it finds.
+
+The decoder finds the same problems, one at a time, as it builds the jaxpr;
+this stage lists them all, with the paths the decoder would give them.
+"""
+from __future__ import annotations
+
+from jaxpr_proto import compat
+from jaxpr_proto.codec.decoder import MAX_DEPTH
+from jaxpr_proto.wire import walk
+
+class Structure:
+  """Checks references, SSA and define-before-use on the message alone."""
+
+  def __init__(self, m, err):
+    self.m, self.err = m, err
+    self.n = {name: len(getattr(m, name)) for name in (
+        "jaxprs", "closed_jaxprs", "avals", "strings", "frames", "tracebacks",
+        "name_stacks", "contexts", "primitives", "rules", "params")}
+    # Reference graph for cycles and nesting depth: node -> [(node, path)].
+    self.edges: dict[tuple, list] = {}
+    self.paths: dict[tuple, str] = {}
+
+  def ref(self, table: str, i: int, path: str, what: str | None = None) -> bool:
+    n = self.n[table]
+    if not 0 <= i < n:
+      self.err(path, f"{what or table[:-1].replace('_', ' ')} index {i} is out of range "
+                     f"(table {table} has {n})")
+      return False
+    return True
+
+  def run(self) -> None:
+    m = self.m
+    if not self.n["closed_jaxprs"]:
+      self.err("root", "the module has no closed jaxprs")
+      return
+    self.ref("closed_jaxprs", m.root, "root", "root closed jaxpr")
+    for i, f in enumerate(m.frames):
+      self.ref("strings", f.file, f"frames[{i}].file", "string")
+      self.ref("strings", f.function, f"frames[{i}].function", "string")
+    for i, tb in enumerate(m.tracebacks):
+      for k, j in enumerate(tb.frames):
+        self.ref("frames", j, f"tracebacks[{i}].frames[{k}]", "frame")
+    for i, ctx in enumerate(m.contexts):
+      if ctx.HasField("xla_metadata"):
+        self.values(("x", i), ctx.xla_metadata, f"contexts[{i}].xla_metadata")
+    for i, a in enumerate(m.avals):
+      if a.WhichOneof("kind") == "ref":
+        if self.ref("avals", a.ref.inner, f"avals[{i}].ref.inner", "aval"):
+          self.edge(("a", i), ("a", a.ref.inner), f"avals[{i}]")
+        self.values(("a", i), a.ref.memory_space, f"avals[{i}].ref.memory_space")
+        self.values(("a", i), a.ref.kind, f"avals[{i}].ref.kind")
+    for i, p in enumerate(m.params):
+      self.values(("p", i), p.value, f"params[{i}]({p.name})")
+    self.rules()
+    for i, c in enumerate(m.closed_jaxprs):
+      if self.ref("jaxprs", c.jaxpr, f"closed_jaxprs[{i}].jaxpr", "jaxpr"):
+        self.edge(("c", i), ("j", c.jaxpr), "")
+        n_const = len(m.jaxprs[c.jaxpr].constvars)
+        if len(c.consts) != n_const:
+          self.err(f"closed_jaxprs[{i}]", f"{len(c.consts)} consts for {n_const} constvars")
+      for k, v in enumerate(c.consts):
+        self.values(("c", i), v, f"closed_jaxprs[{i}].consts[{k}]")
+    if m.HasField("function"):
+      sig = m.function
+      for k, a in enumerate(sig.in_avals):
+        self.ref("avals", a, f"function.in_avals[{k}]", "aval")
+      for k, a in enumerate(sig.out_avals):
+        self.ref("avals", a, f"function.out_avals[{k}]", "aval")
+      self.treedef(("f", 0), sig.in_tree, "function.in_tree", 0)
+      self.treedef(("f", 0), sig.out_tree, "function.out_tree", 0)
+    self.assign_paths()
+    for i, j in enumerate(m.jaxprs):
+      self.jaxpr(i, j)
+    self.cycles_and_depth()
+
+  def edge(self, a, b, path) -> None:
+    self.edges.setdefault(a, []).append((b, path))
+
+  def rules(self) -> None:
+    for i, r in enumerate(self.m.rules):
+      if r.WhichOneof("kind") is None:
+        self.err(f"rules[{i}]", "empty custom rule")
+    for i, kind, f, j in walk.rule_jaxprs(self.m):
+      self.ref("closed_jaxprs", j, f"rules[{i}].{kind}.{f}", "closed jaxpr")
+      if kind == "vjp" and f == "fwd":
+        vjp = self.m.rules[i].vjp
+        self.treedef(("r", i), vjp.out_tree, f"rules[{i}].vjp.out_tree", 0)
+        self.treedef(("r", i), vjp.res_tree, f"rules[{i}].vjp.res_tree", 0)
+
+  def treedef(self, node, t, path, depth) -> None:
+    self._refs(node, walk.treedef_refs(t, path, depth))
+
+  def values(self, node, v, path, depth=0) -> None:
+    """Checks the references in a Value."""
+    self._refs(node, walk.value_refs(v, path, depth))
+
+  _TABLES = {"jaxpr": ("jaxprs", "j"), "closed_jaxpr": ("closed_jaxprs", "c"), "aval": ("avals", "a"),
+             "primitive": ("primitives", None), "rule": ("rules", None)}
+
+  def _refs(self, node, refs) -> None:
+    for kind, i, p in refs:
+      if kind == walk.PROBLEM:
+        self.err(p, i)
+        continue
+      table, to = self._TABLES[kind]
+      if self.ref(table, i, p, kind.replace("_", " ")) and to:
+        self.edge(node, (to, i), p)
+
+  def assign_paths(self) -> None:
+    """The decoder-style path of each node, from the first reference that
+    reaches it from the root (depth first, in order), else its table entry."""
+    # Edges of jaxprs to what their eqns use are added by `jaxpr`; the paths of
+    # sub-jaxprs need them, so collect the eqn-level references first.
+    m = self.m
+    self._eqn_refs: dict[int, list] = {}
+    for i, j in enumerate(m.jaxprs):
+      refs = []
+      for k, e in enumerate(j.eqns):
+        for q in e.params:
+          if 0 <= q < self.n["params"]:
+            refs.append((("p", q), k, m.params[q].name))
+      self._eqn_refs[i] = refs
+    paths = self.paths
+    limit = MAX_DEPTH  # deeper nodes keep their table paths (a path grows with depth)
+    stack = [(("c", m.root), "", 0)] if 0 <= m.root < self.n["closed_jaxprs"] else []
+    while stack:
+      node, path, depth = stack.pop()
+      if node in paths:
+        continue
+      paths[node] = path
+      if depth > limit:
+        continue
+      nxt = []
+      if node[0] == "j":
+        prefix = f"{path}." if path else ""
+        for pnode, k, name in self._eqn_refs.get(node[1], ()):
+          for child, sub in self.edges.get(pnode, ()):
+            if child[0] in "jc":
+              rel = sub.split(")", 1)[1] if ")" in sub else ""
+              nxt.append((child, f"{prefix}eqn[{k}].params.{name}{rel}", depth + 1))
+      else:
+        for child, sub in self.edges.get(node, ()):
+          if child[0] in "jc":
+            nxt.append((child, sub if node[0] != "c" or sub else path, depth))
+      stack.extend(reversed(nxt))
+    for node in list(paths):
+      if node[0] in "jc" and paths[node].count(".params.") > limit:
+        del paths[node]
+
+  def path_of(self, node) -> str:
+    p = self.paths.get(node)
+    if p is not None:
+      return p
+    return {"j": "jaxprs", "c": "closed_jaxprs"}[node[0]] + f"[{node[1]}]"
+
+  def jaxpr(self, i: int, j) -> None:
+    node = ("j", i)
+    path = self.path_of(node)
+    prefix = f"{path}." if path else ""
+    env: set[int] = set()
+    err, ref = self.err, self.ref
+
+    def define(v, where):
+      if v.id in env:
+        err(where, f"variable id {v.id} is defined twice (not SSA)")
+      env.add(v.id)
+      if ref("avals", v.aval, where, "aval"):
+        self.edge(node, ("a", v.aval), where)
+
+    def atom(a, where):
+      kind = a.WhichOneof("kind")
+      if kind == "var":
+        if a.var not in env:
+          err(where, f"variable id {a.var} is used before it is defined")
+      elif kind == "literal":
+        if ref("avals", a.literal.aval, where, "aval"):
+          self.edge(node, ("a", a.literal.aval), where)
+        if a.literal.HasField("value"):
+          self.values(node, a.literal.value, where)
+        else:
+          err(where, "literal without a value")
+      else:
+        err(where, "empty operand")
+
+    def effects(effs, where):
+      for k, e in enumerate(effs):
+        if e.HasField("input_var") and e.input_var not in env:
+          err(f"{where}[{k}]", f"effect {e.name} refers to an undefined variable {e.input_var}")
+
+    for k, v in enumerate(j.constvars):
+      define(v, f"{prefix}constvars[{k}]")
+    for k, v in enumerate(j.invars):
+      define(v, f"{prefix}invars[{k}]")
+    for k, e in enumerate(j.eqns):
+      where = f"{prefix}eqn[{k}]"
+      ref("primitives", e.primitive, f"{where}.primitive", "primitive")
+      for q, p in enumerate(e.params):
+        if ref("params", p, f"{where}.params[{q}]", "param"):
+          self.edge(node, ("p", p), where)
+      names = [self.m.params[p].name for p in e.params if 0 <= p < self.n["params"]]
+      if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        err(f"{where}.params", f"params given twice: {', '.join(dup)}")
+      for q, a in enumerate(e.invars):
+        atom(a, f"{where}.invars[{q}]")
+      effects(e.effects, f"{where}.effects")
+      if e.traceback:
+        ref("tracebacks", e.traceback, f"{where}.traceback", "traceback")
+      ref("name_stacks", e.name_stack, f"{where}.name_stack", "name stack")
+      if ref("contexts", e.context, f"{where}.context", "context"):
+        self.edge(node, ("x", e.context), where)
+      for q, b in enumerate(e.outvars):
+        kind = b.WhichOneof("kind")
+        if kind == "var":
+          define(b.var, f"{where}.outvars[{q}]")
+        elif kind == "drop":
+          ref("avals", b.drop.aval, f"{where}.outvars[{q}]", "aval")
+        else:
+          err(f"{where}.outvars[{q}]", "empty output binder")
+    for k, a in enumerate(j.outvars):
+      atom(a, f"{prefix}outvars[{k}]")
+    effects(j.effects, f"{prefix}effects")
+
+  def cycles_and_depth(self) -> None:
+    """No node may reach itself; jaxprs nest at most decoder._MAX_DEPTH deep."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    color: dict[tuple, int] = {}
+    depth: dict[tuple, int] = {}  # the most jaxprs on a path starting here
+    limit = MAX_DEPTH
+    names = {"j": "jaxpr", "c": "closed jaxpr", "a": "aval", "p": "param",
+             "x": "context", "r": "rule", "f": "function"}
+    for start in list(self.edges):
+      if color.get(start, WHITE) != WHITE:
+        continue
+      stack = [(start, iter(self.edges.get(start, ())))]
+      index = {start: 0}
+      color[start] = GREY
+      while stack:
+        node, it = stack[-1]
+        advanced = False
+        for child, _ in it:
+          c = color.get(child, WHITE)
+          if c == WHITE:
+            color[child] = GREY
+            index[child] = len(stack)
+            stack.append((child, iter(self.edges.get(child, ()))))
+            advanced = True
+            break
+          if c == GREY:
+            cycle = [n for n, _ in stack[index[child]:]]
+            at = next((n for n in cycle if n[0] == "j"), cycle[0])
+            via = " -> ".join(f"{names[n[0]]} {n[1]}" for n in cycle + [cycle[0]])
+            where = self.path_of(at) if at[0] in "jc" else f"{names[at[0]]}s[{at[1]}]"
+            self.err(where, f"{names[at[0]]} {at[1]} contains itself ({via})")
+        if advanced:
+          continue
+        stack.pop()
+        del index[node]
+        color[node] = BLACK
+        d = max((depth.get(ch, 0) for ch, _ in self.edges.get(node, ())), default=0)
+        depth[node] = d + (node[0] == "j")
+    for i in range(self.n["closed_jaxprs"]):
+      d = depth.get(("c", i), 0)
+      if d > limit + 1:
+        self.err(self.path_of(("c", i)), f"sub-jaxprs nested {d - 1} deep, deeper than {limit}")
+        break
+
+
+def check_namespaces(m, err) -> None:
+  seen: dict[str, str] = {}
+  for k, ns in enumerate(m.namespaces):
+    where = f"namespaces[{k}]"
+    if not ns.namespace:
+      err(where, "namespace without a name")
+      continue
+    old = seen.get(ns.namespace)
+    if old is not None and old != ns.version:
+      err(where, f"namespace {ns.namespace} has two versions: {old!r} and {ns.version!r}")
+    seen[ns.namespace] = ns.version
+    if ns.namespace.split(".")[0] == "jax" and not compat.parse_version(ns.version):
+      err(where, f"namespace {ns.namespace} has no JAX version (got {ns.version!r})")
+  used = {p.namespace for p in m.primitives}
+  for name in sorted(used - set(seen)):
+    err("namespaces", f"primitive namespace {name!r} has no version entry")

@@ -1,0 +1,377 @@
+"""The `jaxpr-proto` command line tool (also `python -m jaxpr_proto`): the
+`cmd_*` functions, the argument parser and `main`.
+
+Exit status: 0 on success, 1 when a check fails or a file cannot be read
+(and for `diff`, when the programs differ), 2 for a usage error. Errors go to
+stderr, one readable line each.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+import traceback
+from io import BytesIO
+
+import numpy as np
+
+import jaxpr_proto
+from jaxpr_proto.check import checker
+from jaxpr_proto.cli import jaxpr_diff
+from jaxpr_proto.cli.argspec import parse_arg_specs
+from jaxpr_proto.cli.eqn_counts import eqn_counts
+from jaxpr_proto.cli.exits import (EXIT_FAIL, EXIT_OK, EXIT_USAGE, PROG, CheckFailed,
+                                   UsageError)
+from jaxpr_proto.cli.import_target import import_function
+from jaxpr_proto.cli.inputs import (decode, load_inputs, random_inputs, read_module,
+                                    read_program)
+from jaxpr_proto.cli.printing import avals_str, ms
+from jaxpr_proto.cli.progress import progress_for
+from jaxpr_proto.errors import Error, UnknownPrimitiveError
+from jaxpr_proto.wire import files, info
+from jaxpr_proto.wire.versions import FORMAT_MAJOR, FORMAT_MINOR
+
+
+def _out(text: str = "") -> None:
+  sys.stdout.write(text + "\n")
+
+
+def _err(text: str) -> None:
+  sys.stderr.write(text + "\n")
+
+
+def _form_of(path) -> str:
+  """The form a path's extension names (by jaxpr_proto.wire.files.form_of)."""
+  form = files.form_of(path, None)
+  if form is None:
+    raise UsageError(f"{path}: unknown extension; use one of "
+                     f"{', '.join(files.EXTENSIONS)}")
+  return form
+
+
+# --- commands ------------------------------------------------------------------
+
+def cmd_dump(args) -> int:
+  with progress_for([args.file], 2) as progress:
+    m = read_module(args.file, progress)
+    if args.format == "jaxpr":
+      cj = decode(m, args.file, progress)
+      progress.close()
+      if args.source_info:
+        text = cj.pretty_print(source_info=True, name_stack=True)
+      else:
+        text = str(cj)
+    elif args.format == "txtpb":
+      text = files.to_text(m).rstrip("\n")
+    else:
+      text = files.to_json(m).rstrip("\n")
+  _out(text)
+  return EXIT_OK
+
+
+def cmd_convert(args) -> int:
+  src_form, dst_form = _form_of(args.input), _form_of(args.output)
+  with progress_for([args.input], 2) as progress:
+    m = read_module(args.input, progress)
+    progress.stage(f"writing {os.path.basename(args.output)}")
+    size = files.write_module(m, args.output, dst_form)
+  _out(f"{args.input} ({src_form}) -> {args.output} ({dst_form}, {size:,} bytes)")
+  return EXIT_OK
+
+
+def cmd_load(args) -> int:
+  import jax.extend.core as jex_core
+  with progress_for([args.file], 3) as progress:
+    m, cj = read_program(args.file, progress)
+    progress.stage("checking")
+    t0 = time.perf_counter()
+    try:
+      jex_core.check_jaxpr(cj.jaxpr)
+      problem = None
+    except Exception as e:  # JaxprTypeError and friends
+      problem = f"{type(e).__name__}: {e}"
+    t_check = time.perf_counter() - t0
+  top, total, counts = eqn_counts(cj)
+  p = m.producer
+  _out(f"file          {args.file} ({os.path.getsize(args.file):,} bytes)")
+  _out(f"format        {m.format_version.major}.{m.format_version.minor}")
+  _out(f"producer      jaxpr_proto {p.jaxpr_proto_version or '?'}, jax {p.jax_version or '?'}, "
+       f"jaxlib {p.jaxlib_version or '?'}")
+  _out(f"eqns          {top} top-level, {total} including sub-jaxprs")
+  _out(f"in avals      {avals_str(cj.in_avals)}")
+  _out(f"out avals     {avals_str(cj.out_avals)}")
+  _out(f"consts        {len(cj.consts)}")
+  _out("by primitive (including sub-jaxprs):")
+  width = max((len(k) for k in counts), default=0)
+  for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+    _out(f"  {k:<{width}}  {v:>6}")
+  if problem is not None:
+    _out("check_jaxpr   FAILED")
+    raise CheckFailed(f"{args.file}: jax.extend.core.check_jaxpr: {problem}")
+  _out(f"check_jaxpr   ok ({ms(t_check)})")
+  return EXIT_OK
+
+
+def _run_checks(m) -> tuple[list[str], str]:
+  """-> (problems, one line each, and what checked), by jaxpr_proto.check.checker."""
+  try:
+    report = checker.check(m)
+  except Error as e:
+    return [_describe(e)], "jaxpr_proto.check.checker"
+  problems = [f"[{stage}] {where or '<module>'}: {msg}"
+              for (where, msg), stage in zip(report.errors, report.error_stages)]
+  if report.truncated:
+    problems.append(f"... and {report.truncated} more")
+  return problems, "jaxpr_proto.check.checker (" + ", ".join(report.stages) + ")"
+
+
+def cmd_check(args) -> int:
+  failed = False
+  with progress_for(args.files, len(args.files) * 2) as progress:
+    for path in args.files:
+      m = read_module(path, progress)
+      progress.stage(f"checking {os.path.basename(path)}")
+      problems, what = _run_checks(m)
+      progress.close()
+      if problems:
+        failed = True
+        for p in problems:
+          _err(f"{path}: {p}")
+        _out(f"{path}: FAILED ({len(problems)} problem{'s' * (len(problems) != 1)})")
+      else:
+        _out(f"{path}: ok ({what})")
+  return EXIT_FAIL if failed else EXIT_OK
+
+
+def cmd_info(args) -> int:
+  with progress_for([args.file], 2) as progress:
+    m = read_module(args.file, progress)
+    progress.stage("measuring")
+    n = len(m.jaxprs)
+    data = info.module_info(m, progress=lambda k: progress.update(k, n))
+  size = os.path.getsize(args.file)
+  if args.json:
+    _out(json.dumps({"file": args.file, "file_bytes": size, **data}, indent=2))
+  else:
+    _out(info.format_info(data, args.file, size))
+  return EXIT_OK
+
+
+# --- run -----------------------------------------------------------------------
+
+def cmd_run(args) -> int:
+  import jax
+  import jax.extend.core as jex_core
+  with progress_for([args.file], 4) as progress:
+    _, cj = read_program(args.file, progress)
+    in_avals = cj.in_avals
+    progress.stage("preparing inputs")
+    if args.inputs:
+      names = None
+      dbg = cj.jaxpr.debug_info
+      if dbg is not None and dbg.arg_names is not None and all(dbg.arg_names):
+        names = list(dbg.arg_names)
+      inputs = load_inputs(args.inputs, in_avals, names)
+    elif args.random is not None:
+      inputs = random_inputs(in_avals, args.random)
+    elif in_avals:
+      raise UsageError(f"the program takes {len(in_avals)} inputs ({avals_str(in_avals)}); "
+                       "give --inputs FILE.npz or --random [SEED]")
+    else:
+      inputs = []
+    progress.stage("compiling")
+    device = jax.devices()[0]
+    f = jax.jit(jex_core.jaxpr_as_fun(cj))
+    t0 = time.perf_counter()
+    compiled = f.lower(*inputs).compile()
+    t_compile = time.perf_counter() - t0
+    progress.stage("running")
+    times = []
+    outs = None
+    for _ in range(max(args.repeat, 1)):
+      t0 = time.perf_counter()
+      outs = jax.block_until_ready(compiled(*inputs))
+      times.append(time.perf_counter() - t0)
+  outs = [np.asarray(o) for o in outs]
+  _out(f"device        {device.platform}:{device.id} ({device.device_kind})")
+  _out(f"inputs        {avals_str(in_avals)}")
+  _out(f"outputs       {avals_str(cj.out_avals)}")
+  _out(f"compile       {ms(t_compile)}")
+  run = f"{ms(min(times))}" + (f" (best of {len(times)}, median "
+                               f"{ms(sorted(times)[len(times) // 2])})" if len(times) > 1 else "")
+  _out(f"run           {run}")
+  if args.outputs:
+    buf = BytesIO()
+    np.savez(buf, **{f"out_{k}": o for k, o in enumerate(outs)})
+    files.write_atomic(args.outputs, buf.getvalue())
+    _out(f"wrote         {args.outputs} ({', '.join(f'out_{k}' for k in range(len(outs)))})")
+  return EXIT_OK
+
+
+# --- diff ----------------------------------------------------------------------
+
+def cmd_diff(args) -> int:
+  with progress_for([args.a, args.b], 4) as progress:
+    _, a = read_program(args.a, progress)
+    _, b = read_program(args.b, progress)
+  d = jaxpr_diff.diff(a, b)
+  _out(jaxpr_diff.format_diff(d, args.a, args.b))
+  return EXIT_OK if d.same else EXIT_FAIL
+
+
+# --- trace ---------------------------------------------------------------------
+
+def cmd_trace(args) -> int:
+  import jax
+  out_form = _form_of(args.output)
+  specs = parse_arg_specs(args.args)
+  fn = import_function(args.target)
+  t0 = time.perf_counter()
+  cj = jax.make_jaxpr(fn)(*specs)
+  t_trace = time.perf_counter() - t0
+  t0 = time.perf_counter()
+  m = jaxpr_proto.encode(cj, debug_info=not args.no_debug_info)
+  t_encode = time.perf_counter() - t0
+  size = files.write_module(m, args.output, out_form)
+  top, total, _ = eqn_counts(cj)
+  _out(f"traced {args.target}({avals_str(cj.in_avals)}) -> {avals_str(cj.out_avals)}")
+  _out(f"  {top} eqns ({total} including sub-jaxprs); make_jaxpr {ms(t_trace)}, "
+       f"encode {ms(t_encode)}")
+  _out(f"wrote {args.output} ({out_form}, {size:,} bytes)")
+  return EXIT_OK
+
+
+def cmd_demo(args) -> int:
+  from jaxpr_proto.cli import demo  # builds its example with jax.numpy; only `demo` needs it
+  return EXIT_OK if demo.run(sys.stdout, keep=args.keep) else EXIT_FAIL
+
+
+# --- the parser ------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+  ap = argparse.ArgumentParser(
+      prog=PROG,
+      description="Inspect, convert, check and run jaxpr-proto files (.jaxpb, and "
+                  "their text forms .txtpb and .json).",
+      epilog="Exit status: 0 success, 1 failed check or unreadable file "
+             "(diff: the programs differ), 2 usage error.")
+  ap.add_argument("--version", action="version",
+                  version=f"%(prog)s {jaxpr_proto.__version__} (format "
+                          f"{FORMAT_MAJOR}.{FORMAT_MINOR})")
+  ap.add_argument("--traceback", action="store_true",
+                  help="show the Python traceback of unexpected errors")
+  sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+  def add(name, func, help, **kw):
+    p = sub.add_parser(name, help=help, description=help, **kw)
+    p.set_defaults(func=func)
+    return p
+
+  p = add("dump", cmd_dump, "print a program: as JAX prints it, or as protobuf text or JSON")
+  p.add_argument("file", metavar="FILE")
+  p.add_argument("--format", choices=("jaxpr", "txtpb", "json"), default="jaxpr",
+                 help="jaxpr: str(closed_jaxpr) (the default); txtpb, json: the "
+                      "whole Module message, undecoded")
+  p.add_argument("--source-info", action="store_true",
+                 help="with --format jaxpr: show source locations and name stacks")
+
+  p = add("convert", cmd_convert, "convert between .jaxpb, .txtpb and .json, by extension "
+          "(exact: the Module is unchanged)")
+  p.add_argument("input", metavar="IN")
+  p.add_argument("output", metavar="OUT")
+
+  p = add("load", cmd_load, "decode a program, run jax's check_jaxpr, print a summary")
+  p.add_argument("file", metavar="FILE")
+
+  p = add("check", cmd_check, "check files (decode and type-check); exit 1 on problems")
+  p.add_argument("files", metavar="FILE", nargs="+")
+
+  p = add("info", cmd_info, "eqn counts, bytes by section, sharing, versions "
+          "(reads the message only; nothing is decoded)")
+  p.add_argument("file", metavar="FILE")
+  p.add_argument("--json", action="store_true", help="print JSON for machine use")
+
+  p = add("run", cmd_run, "jit and run a program on the default device")
+  p.add_argument("file", metavar="FILE")
+  g = p.add_mutually_exclusive_group()
+  g.add_argument("--inputs", nargs="+", metavar="IN",
+                 help=".npz (arr_0, arr_1, ... or the argument names) and/or .npy files, "
+                      "in argument order")
+  g.add_argument("--random", type=int, nargs="?", const=0, metavar="SEED",
+                 help="random inputs from a seeded generator (default seed 0)")
+  p.add_argument("--outputs", metavar="OUT.npz", help="save the outputs (out_0, out_1, ...)")
+  p.add_argument("--repeat", type=int, default=1, metavar="N",
+                 help="run N times and report the best time")
+
+  p = add("diff", cmd_diff, "structural diff of two programs: eqns added, removed, changed; "
+          "exit 1 when they differ")
+  p.add_argument("a", metavar="A")
+  p.add_argument("b", metavar="B")
+
+  p = add("trace", cmd_trace, "trace a Python function given abstract argument specs",
+          epilog="example: jaxpr-proto trace mymodel:loss --args 'f32[8,3],i32[]' -o loss.jaxpb")
+  p.add_argument("target", metavar="MODULE:FUNCTION",
+                 help="an importable module (or a path to a .py file) and a function in it")
+  p.add_argument("--args", required=True, metavar="SPECS",
+                 help="comma-separated dtype[dims], such as 'f32[8,3],i32[]' (short names "
+                      "as JAX prints them, or long ones like float32; a dim may be a "
+                      "symbolic name such as b)")
+  p.add_argument("-o", "--output", required=True, metavar="OUT",
+                 help="the file to write: .jaxpb, .txtpb or .json")
+  p.add_argument("--no-debug-info", action="store_true",
+                 help="leave out source locations and argument names")
+
+  p = add("demo", cmd_demo, "trace an MLP training step, save, load, and compare runs "
+          "and gradients bitwise")
+  p.add_argument("--keep", metavar="PATH", help="also keep the .jaxpb at PATH")
+  return ap
+
+
+def _describe(e: Error) -> str:
+  """A jp.Error as one readable line."""
+  msg = e.message if getattr(e, "message", None) else str(e)
+  where = f" (at {e.path})" if getattr(e, "path", "") else ""
+  hint = ""
+  if isinstance(e, UnknownPrimitiveError):
+    hint = "; register it in this process with jaxpr_proto.register_primitive(...)"
+  return f"{msg}{where}{hint}"
+
+
+def main(argv=None) -> int:
+  parser = build_parser()
+  try:
+    args = parser.parse_args(argv)
+  except SystemExit as e:  # --help, --version, or a usage error (2)
+    return e.code if isinstance(e.code, int) else EXIT_USAGE
+  sub = f"{PROG} {args.command}"
+  try:
+    return args.func(args)
+  except UsageError as e:
+    _err(f"{sub}: error: {e}")
+    return EXIT_USAGE
+  except CheckFailed as e:
+    _err(f"{PROG}: {e}")
+    return EXIT_FAIL
+  except Error as e:
+    file = getattr(e, "file", None)
+    _err(f"{PROG}: error: {file + ': ' if file else ''}{_describe(e)}")
+    return EXIT_FAIL
+  except OSError as e:
+    if isinstance(e, BrokenPipeError):  # such as `jaxpr-proto dump f | head`
+      with contextlib.suppress(OSError):
+        sys.stdout = open(os.devnull, "w")
+      return EXIT_OK
+    name = f"{e.filename}: " if e.filename else ""
+    _err(f"{PROG}: error: {name}{e.strerror or e}")
+    return EXIT_FAIL
+  except KeyboardInterrupt:
+    _err(f"{PROG}: interrupted")
+    return 130
+  except Exception as e:
+    if args.traceback:
+      traceback.print_exc()
+    _err(f"{PROG}: error: {type(e).__name__}: {e}")
+    return EXIT_FAIL

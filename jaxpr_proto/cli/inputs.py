@@ -1,0 +1,113 @@
+"""What the commands read: programs from files (with progress, and the file
+named in errors), and the arrays `run` feeds them (.npz/.npy, or random)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+import numpy as np
+
+import jaxpr_proto
+from jaxpr_proto.cli.exits import CheckFailed, UsageError
+from jaxpr_proto.cli.printing import avals_str
+from jaxpr_proto.cli.progress import Progress
+from jaxpr_proto.errors import Error
+from jaxpr_proto.wire import files
+
+
+@contextlib.contextmanager
+def _naming_file(path):
+  """Attach `path` to a jp.Error, so that the message says which file."""
+  try:
+    yield
+  except Error as e:
+    e.file = path
+    raise
+
+
+# --- programs ------------------------------------------------------------------
+
+def read_module(path, progress: Progress | None = None):
+  """Any form (by extension) -> Module, by jaxpr_proto.wire.files.read_module."""
+  with _naming_file(path):
+    if progress is not None:
+      progress.stage(f"reading {os.path.basename(path)}")
+    return files.read_module(path)
+
+
+def decode(m, path, progress: Progress | None = None):
+  """Module (read from `path`) -> ClosedJaxpr."""
+  with _naming_file(path):
+    if progress is not None:
+      progress.stage(f"decoding {os.path.basename(path)}")
+    return jaxpr_proto.decode(m)
+
+
+def read_program(path, progress: Progress | None = None):
+  """-> (Module, ClosedJaxpr)."""
+  m = read_module(path, progress)
+  return m, decode(m, path, progress)
+
+
+# --- arrays for `run` ------------------------------------------------------------
+
+def load_inputs(paths, in_avals, arg_names):
+  """.npz/.npy files -> one array per input, checked against `in_avals`.
+
+  An .npz holds arr_0, arr_1, ... (as np.savez(*arrays) writes them) or the
+  argument names `arg_names`; otherwise its arrays are taken in file order.
+  """
+  arrays, names = [], []
+  for path in paths:
+    if path.endswith(".npy"):
+      arrays.append(np.load(path, allow_pickle=False))
+      names.append(os.path.basename(path))
+      continue
+    if not path.endswith(".npz"):
+      raise UsageError(f"{path}: inputs must be .npz or .npy files")
+    with np.load(path, allow_pickle=False) as z:
+      keys = list(z.files)
+      if keys and all(re.fullmatch(r"arr_\d+", k) for k in keys):
+        keys.sort(key=lambda k: int(k[4:]))  # arr_10 after arr_9
+      elif arg_names and set(keys) == set(arg_names) and len(keys) == len(arg_names):
+        keys = list(arg_names)
+      arrays.extend(z[k] for k in keys)
+      names.extend(keys)
+  if len(arrays) != len(in_avals):
+    raise CheckFailed(f"the program takes {len(in_avals)} inputs ({avals_str(in_avals)}); "
+                      f"got {len(arrays)}")
+  for k, (x, a, name) in enumerate(zip(arrays, in_avals, names)):
+    shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
+    if shape is None or tuple(x.shape) != tuple(shape) or x.dtype != dtype:
+      got = f"{x.dtype}[{','.join(map(str, x.shape))}]"
+      raise CheckFailed(f"input {k} ({name}): expected {avals_str([a])}, got {got}")
+  return arrays
+
+
+def random_inputs(in_avals, seed: int):
+  """One array per input from a seeded generator: normal floats, small ints."""
+  import ml_dtypes
+  rng = np.random.default_rng(seed)
+  out = []
+  for k, a in enumerate(in_avals):
+    shape = getattr(a, "shape", None)
+    try:
+      dt = np.dtype(getattr(a, "dtype", None))
+    except TypeError:  # PRNG keys and other extended dtypes
+      dt = None
+    if dt is None or shape is None or not all(isinstance(d, int) for d in shape):
+      raise CheckFailed(f"input {k}: cannot make a random {avals_str([a])}; use --inputs")
+    if dt == np.bool_:
+      x = rng.random(shape) < 0.5
+    elif np.issubdtype(dt, np.complexfloating):
+      x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    elif "int" in dt.name:  # int8..uint64, and ml_dtypes' int2/int4/uint2/uint4
+      info = ml_dtypes.iinfo(dt)
+      x = rng.integers(max(int(info.min), 0), min(int(info.max), 9) + 1, shape)
+    elif "float" in dt.name and dt.itemsize > 0:
+      x = rng.standard_normal(shape)
+    else:
+      raise CheckFailed(f"input {k}: cannot make a random {avals_str([a])}; use --inputs")
+    out.append(np.asarray(x).astype(dt))
+  return out

@@ -1,0 +1,315 @@
+"""custom_jvp and custom_vjp rules, captured as jaxprs at encode time.
+
+A `custom_jvp_call` eqn holds its jvp rule as a Python thunk, and a
+`custom_vjp_call` eqn holds Python `fwd`/`bwd` functions. The encoder calls
+them once (all tangents nonzero) and stores the resulting jaxprs in the
+Module's `rules` table. Rules recurse (logaddexp's jvp calls logaddexp), so
+rules are interned by the rule function and primal program, and the decoder
+builds each rule's jaxpr lazily, on first use by JAX's autodiff.
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from jaxpr_proto import compat
+from jaxpr_proto.errors import DecodeError, EncodeError
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+
+def _is_per_trace(f) -> bool:
+  # JAX's own closures are made anew at each trace; user functions are not.
+  return f.__module__.startswith("jax._src") and "<locals>" in f.__qualname__
+
+
+def _rule_functions(fun, depth=0, out=None):
+  """The functions behind a rule thunk that identify the rule across traces."""
+  out = [] if out is None else out
+  if depth > 8:
+    return out
+  if isinstance(fun, compat.WrappedFun):
+    _rule_functions(fun.f, depth + 1, out)
+  elif isinstance(fun, types.FunctionType):
+    if not _is_per_trace(fun):
+      out.append(fun)
+    for cell in fun.__closure__ or ():
+      try:
+        c = cell.cell_contents
+      except ValueError:
+        continue
+      if isinstance(c, (compat.WrappedFun, types.FunctionType)):
+        _rule_functions(c, depth + 1, out)
+  return out
+
+
+def _rule_key(kind, thunk, call_jaxpr, extra):
+  return (kind, tuple(_rule_functions(thunk)), str(call_jaxpr),
+          tuple(map(str, call_jaxpr.in_avals)), extra)
+
+
+def _closed(jaxpr, consts):
+  return compat.ClosedJaxpr(jaxpr, list(consts))
+
+
+# --- encoding ----------------------------------------------------------------
+
+def encode_jvp_rule(enc, eqn, path) -> int:
+  params = eqn.params
+  thunk = params["jvp_jaxpr_fun"]
+  call_jaxpr = params["call_jaxpr"]
+  key = _rule_key("jvp", thunk, call_jaxpr, (params["num_consts"], params["symbolic_zeros"]))
+  idx = enc.rules.get(key)
+  if idx is not None:
+    return idx
+  idx = enc.rules[key] = len(enc.m.rules)
+  msg = enc.m.rules.add().jvp
+  n_primals = len(call_jaxpr.in_avals) - params["num_consts"]
+  msg.name = thunk.debug_info.func_name
+  msg.debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
+  depth = enc.rule_depth
+  if depth >= MAX_RULE_DEPTH:
+    msg.trace_error = (f"the custom_jvp rule {msg.name!r} was not saved: custom_jvp rules "
+                       f"nest more than {MAX_RULE_DEPTH} deep here (a rule whose derivative "
+                       "is again a new rule), so derivatives of order above "
+                       f"{MAX_RULE_DEPTH} are not kept")
+    return idx
+  try:
+    jaxpr, consts, out_zeros = thunk.call_wrapped(*([False] * n_primals))
+    _check_no_tracers(consts)
+  except Exception as e:  # a rule JAX itself could not trace: saved as such
+    msg.trace_error = _trace_error("custom_jvp rule", msg.name, e)
+    return idx
+  msg.out_zeros.extend(bool(z) for z in out_zeros)
+  enc.rule_depth = depth + 1
+  try:
+    msg.jvp = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.jvp")
+  finally:
+    enc.rule_depth = depth
+  return idx
+
+
+# Rules inside rules: the jvp of a custom_jvp function may call a custom_jvp
+# function whose own rule is new at every order (JAX 0.12's i1); a cap keeps
+# the file finite.
+MAX_RULE_DEPTH = 16
+
+
+def _is_zero(x):
+  return type(x).__name__ in ("Zero", "SymbolicZero") and hasattr(x, "aval")
+
+
+def _zeros(aval):
+  return np.zeros(aval.shape, aval.dtype)
+
+
+def encode_vjp_rule(enc, eqn, path) -> int:
+  params = eqn.params
+  thunk, bwd, out_trees = params["fwd_jaxpr_thunk"], params["bwd"], params["out_trees"]
+  call_jaxpr, num_consts = params["call_jaxpr"], params["num_consts"]
+  key = _rule_key("vjp", thunk, call_jaxpr, (num_consts, params["symbolic_zeros"], id(bwd.f)))
+  idx = enc.rules.get(key)
+  if idx is not None:
+    return idx
+  idx = enc.rules[key] = len(enc.m.rules)
+  msg = enc.m.rules.add().vjp
+  in_avals = call_jaxpr.in_avals
+  n_primals = len(in_avals) - num_consts
+  msg.fwd_name = thunk.debug_info.func_name
+  msg.bwd_name = bwd.debug_info.func_name
+  msg.fwd_debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
+  msg.bwd_debug_info.CopyFrom(enc.debug_info_msg(bwd.debug_info))
+  try:
+    fwd_jaxpr, fwd_consts = thunk.call_wrapped(*([True] * n_primals))
+    out_tree, res_tree, input_fwds = out_trees()
+    _check_no_tracers(fwd_consts)
+  except Exception as e:
+    msg.trace_error = _trace_error("custom_vjp fwd rule", msg.fwd_name, e)
+    return idx
+  fwd_out = [v.aval for v in fwd_jaxpr.outvars]
+  res_out = iter(fwd_out[:len(fwd_out) - len(call_jaxpr.out_avals)])
+  res_avals = [next(res_out) if f is None else in_avals[f] for f in input_fwds]
+  ct_avals = [a.to_tangent_aval() for a in call_jaxpr.out_avals]
+  primal_in = in_avals[num_consts:]
+
+  try:
+    bwd_jaxpr, bwd_consts = _trace_bwd(bwd, [*res_avals, *ct_avals],
+                                       [a.to_tangent_aval() for a in primal_in])
+    _check_no_tracers(bwd_consts)
+  except Exception as e:
+    msg.trace_error = _trace_error("custom_vjp bwd rule", msg.bwd_name, e)
+    return idx
+  msg.out_tree.CopyFrom(enc.value(out_tree, f"{path}.out_tree").treedef)
+  msg.res_tree.CopyFrom(enc.value(res_tree, f"{path}.res_tree").treedef)
+  msg.input_fwds.extend(-1 if f is None else f for f in input_fwds)
+  msg.fwd = enc.closed_jaxpr(_closed(fwd_jaxpr, fwd_consts), f"{path}.fwd")
+  msg.bwd = enc.closed_jaxpr(_closed(bwd_jaxpr, bwd_consts), f"{path}.bwd")
+  return idx
+
+
+def _trace_error(what, name, e) -> str:
+  if isinstance(e, DecodeError) and e.message.startswith(_CANNOT):
+    return e.message[len(_CANNOT):]  # a decoded rule's own error: kept as it was
+  first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+  return f"the {what} {name!r} could not be traced when the program was saved: {type(e).__name__}: {first}"
+
+
+def _check_no_tracers(consts):
+  if any(isinstance(c, compat.Tracer) for c in consts):
+    raise TypeError("the rule closes over a value traced by an enclosing transformation")
+
+
+_CANNOT = "cannot differentiate: "
+
+
+def _raise_trace_error(msg, path):
+  raise DecodeError(f"{_CANNOT}{msg.trace_error}", path)
+
+
+def _trace_bwd(bwd, in_avals, out_avals):
+  """Traces a Python bwd function to a jaxpr; zero outputs made explicit."""
+  def bwd_flat(*args):
+    outs = compat.bwd_cotangents(bwd.call_wrapped(*args))
+    return [(_zeros(getattr(x, "aval", a)) if (x is None or _is_zero(x)) else x)
+            for x, a in zip(outs, out_avals)]
+  with compat.no_current_trace():
+    jaxpr, _, consts = compat.trace_to_jaxpr_dynamic(
+        compat.wrap_init(bwd_flat, debug_info=bwd.debug_info), list(in_avals))
+  return jaxpr, consts
+
+
+def encode_lin_rule(enc, eqn, path) -> int:
+  params = eqn.params
+  bwd, num_res = params["bwd"], params["num_res"]
+  key = ("lin", tuple(_rule_functions(bwd)), tuple(str(v.aval) for v in eqn.invars),
+         tuple(params["in_zeros"]), params["symbolic_zeros"])
+  idx = enc.rules.get(key)
+  if idx is not None:
+    return idx
+  idx = enc.rules[key] = len(enc.m.rules)
+  msg = enc.m.rules.add().lin
+  res_avals = [v.aval for v in eqn.invars[:num_res]]
+  nz_avals = iter(v.aval for v in eqn.invars[num_res:])
+  # Zero inputs' tangent avals are unknown here; bwd_flat takes them from Zero.aval.
+  out_avals = [None if z else next(nz_avals) for z in params["in_zeros"]]
+  msg.name = bwd.debug_info.func_name
+  msg.debug_info.CopyFrom(enc.debug_info_msg(bwd.debug_info))
+  try:
+    jaxpr, consts = _trace_bwd(bwd, [*res_avals, *params["out_avals"]], out_avals)
+  except Exception as e:
+    raise EncodeError(f"tracing the custom_lin bwd {msg.name!r} failed: {type(e).__name__}: {e}", path) from e
+  msg.bwd = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.bwd")
+  return idx
+
+
+def computation_from_jaxpr(jaxpr, name=None):
+  """A Python reducer for `reduce`, evaluating its jaxpr."""
+  n = len(jaxpr.in_avals) // 2
+  def computation(x, y):
+    xs = list(x) if isinstance(x, (tuple, list)) else [x]
+    ys = list(y) if isinstance(y, (tuple, list)) else [y]
+    out = compat.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs, *ys)
+    return tuple(out) if n > 1 or isinstance(x, (tuple, list)) else out[0]
+  if isinstance(name, str) and name:
+    computation.__qualname__ = name
+    computation.__name__ = name.rsplit(".", 1)[-1]
+  return computation
+
+
+# --- decoding ----------------------------------------------------------------
+
+def _eval_with_zeros(cj, args):
+  """Evaluates a bwd jaxpr; symbolic-zero cotangents become explicit zeros."""
+  args = [_zeros(a) if _is_zero(x) else x for x, a in zip(args, cj.in_avals)]
+  return compat.eval_jaxpr(cj.jaxpr, cj.consts, *args)
+
+
+class JvpRule:
+  """A decoded custom_jvp rule; `thunk` is the eqn's `jvp_jaxpr_fun`."""
+
+  def __init__(self, dec, msg: pb.CustomJvpRule, path):
+    self._dec, self._msg, self._path = dec, msg, path
+    self._cache = {}
+    self.thunk = compat.wrap_init(self._jvp_jaxpr, debug_info=dec.debug_info(msg.debug_info, msg.name))
+
+  def _jvp_jaxpr(self, *in_zeros):
+    key = tuple(bool(z) for z in in_zeros)
+    out = self._cache.get(key)
+    if out is None:
+      out = self._cache[key] = self._build(key)
+    return out
+
+  def _build(self, in_zeros):
+    if self._msg.trace_error:
+      _raise_trace_error(self._msg, self._path)
+    cj = self._dec.closed_jaxpr(self._msg.jvp, self._path + ".jvp")
+    out_zeros = list(self._msg.out_zeros)
+    if not any(in_zeros):
+      return cj.jaxpr, cj.consts, out_zeros
+    # Symbolic-zero tangents: feed explicit zeros to the all-nonzero rule.
+    n = len(in_zeros)
+    primal_avals = cj.in_avals[:n]
+    nz_avals = [a for a, z in zip(cj.in_avals[n:], in_zeros) if not z]
+    zero_avals = cj.in_avals[n:]
+
+    def f(*args):
+      primals, nz = args[:n], iter(args[n:])
+      tangents = [_zeros(a) if z else next(nz) for a, z in zip(zero_avals, in_zeros)]
+      return compat.eval_jaxpr(cj.jaxpr, cj.consts, *primals, *tangents)
+
+    with compat.no_current_trace():
+      jaxpr, _, consts = compat.trace_to_jaxpr_dynamic(
+          compat.wrap_init(f, debug_info=self.thunk.debug_info), [*primal_avals, *nz_avals])
+    return jaxpr, consts, out_zeros
+
+
+class VjpRule:
+  """A decoded custom_vjp rule: the eqn's fwd_jaxpr_thunk, bwd and out_trees."""
+
+  def __init__(self, dec, msg: pb.CustomVjpRule, path):
+    self._dec, self._msg, self._path = dec, msg, path
+    self._fwd = None
+    self._bwd = None
+    self.fwd_thunk = compat.wrap_init(
+        self._fwd_jaxpr, debug_info=dec.debug_info(msg.fwd_debug_info, msg.fwd_name))
+    self.bwd = compat.wrap_init(
+        self._bwd_call, debug_info=dec.debug_info(msg.bwd_debug_info, msg.bwd_name))
+    if msg.trace_error:
+      self.out_trees = lambda: _raise_trace_error(msg, path)
+      return
+    out_tree = dec.treedef(msg.out_tree, path + ".out_tree")
+    res_tree = dec.treedef(msg.res_tree, path + ".res_tree")
+    input_fwds = [None if f < 0 else f for f in msg.input_fwds]
+    if len(input_fwds) != res_tree.num_leaves:
+      raise DecodeError("input_fwds does not match the residual tree", path)
+    self.out_trees = lambda: (out_tree, res_tree, list(input_fwds))
+
+  def _fwd_jaxpr(self, *nonzeros):
+    if self._msg.trace_error:
+      _raise_trace_error(self._msg, self._path)
+    if self._fwd is None:
+      self._fwd = self._dec.closed_jaxpr(self._msg.fwd, self._path + ".fwd")
+    return self._fwd.jaxpr, self._fwd.consts
+
+  def _bwd_call(self, *args):
+    if self._bwd is None:
+      self._bwd = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
+    return compat.bwd_return(_eval_with_zeros(self._bwd, args))
+
+
+class LinRule:
+  """A decoded custom_lin bwd."""
+
+  def __init__(self, dec, msg: pb.CustomLinRule, path):
+    self._dec, self._msg, self._path = dec, msg, path
+    self._cj = None
+    self.bwd = compat.wrap_init(self._call, debug_info=dec.debug_info(msg.debug_info, msg.name))
+
+  def _call(self, *args):
+    if self._cj is None:
+      self._cj = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
+    return _eval_with_zeros(self._cj, args)
+
+
+# The decoded form of each kind of Module.rules entry (see wire.walk.RULE_JAXPRS).
+RULES = {"jvp": JvpRule, "vjp": VjpRule, "lin": LinRule}

@@ -1,0 +1,592 @@
+"""jaxpr_proto.v1.Module -> ClosedJaxpr.
+
+Table entries are decoded on first reference and cached by index, so shared
+sub-jaxprs stay shared and each error names the path of the reference that
+reached it. Decoding never imports a module and never looks up or calls a
+name taken from the file: every name is looked up in this package's tables.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+import numpy as np
+
+import jax
+
+from jaxpr_proto import compat
+from jaxpr_proto.codec import tracebacks
+from jaxpr_proto.codec import custom_rules
+from jaxpr_proto.codec import param_codecs
+from jaxpr_proto.codec import pytrees
+from jaxpr_proto.compat import standins, upgrade
+from jaxpr_proto.codec import values
+from jaxpr_proto.codec.dtypes import decode_dtype, jnp_scalar_type
+from jaxpr_proto._version import __version__
+from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVersionError,
+                                UnknownPrimitiveError, VersionError)
+from jaxpr_proto.codec.names import REGISTRY
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire.versions import check_version
+
+_MS = {pb.MEMORY_SPACE_DEVICE_UNSPECIFIED: compat.MemorySpace.Device,
+       pb.MEMORY_SPACE_HOST: compat.MemorySpace.Host,
+       pb.MEMORY_SPACE_ANY: compat.MemorySpace.Any}
+_K = pb.ArrayKind
+MAX_DEPTH = 100  # nesting of sub-jaxprs, far above what real programs use
+# A float0 array carries no bytes, so its size is not bounded by the file's.
+_MAX_FLOAT0_ELEMENTS = 1 << 24
+_IN_PROGRESS = object()
+
+
+class Decoder:
+
+  def __init__(self, m: pb.Module):
+    self.m = m
+    self._jaxprs: dict[int, object] = {}
+    self._closed: dict[int, object] = {}
+    self._avals: dict[int, object] = {}
+    self._prims: dict[int, object] = {}
+    self._tracebacks: dict[int, object] = {}
+    self._name_stacks: dict[int, object] = {}
+    self._contexts: dict[int, object] = {}
+    self._rules: dict[int, object] = {}
+    self._params: dict[tuple, tuple] = {}
+    self._source_infos: dict[tuple, object] = {}
+    self._depth = 0
+    self._scope = None
+    self.jaxpr_paths: dict[int, str] = {}  # the path of each decoded jaxpr
+    self.where = ""  # the eqn being decoded, for errors found outside the checks
+    self.upgrader = upgrade.for_module(m)  # None: written by this JAX's primitives
+
+  # --- tables -------------------------------------------------------------
+  def _entry(self, table, i, name, path):
+    if not 0 <= i < len(table):
+      raise DecodeError(f"{name} index {i} is out of range (table has {len(table)})", path or "root")
+    return table[i]
+
+  def closed_jaxpr(self, i: int, path: str):
+    cj = self._closed.get(i)
+    if cj is _IN_PROGRESS:
+      raise DecodeError(f"closed jaxpr {i} refers to itself", path)
+    if cj is None:
+      msg = self._entry(self.m.closed_jaxprs, i, "closed jaxpr", path)
+      self._closed[i] = _IN_PROGRESS
+      try:
+        jaxpr = self.jaxpr(msg.jaxpr, path)
+        # The file's constvars (JAX >= 0.11 counts constvars only once consts are attached).
+        constvars = jaxpr.invars[:len(self.m.jaxprs[msg.jaxpr].constvars)] if compat.UNIFIED_JAXPR else jaxpr.constvars
+        if len(msg.consts) != len(constvars):
+          raise DecodeError(f"{len(msg.consts)} consts for {len(constvars)} constvars",
+                            f"{path}.consts" if path else "consts")
+        consts = [self.const(c, v.aval, f"{path}.consts[{k}]" if path else f"consts[{k}]")
+                  for k, (c, v) in enumerate(zip(msg.consts, constvars))]
+        # (From JAX 0.11 a jaxpr without consts is its own closed form.)
+        cj = jaxpr if compat.UNIFIED_JAXPR and not consts else compat.ClosedJaxpr(jaxpr, consts)
+      except BaseException:
+        del self._closed[i]
+        raise
+      self._closed[i] = cj
+    return cj
+
+  def jaxpr(self, i: int, path: str):
+    j = self._jaxprs.get(i)
+    if j is _IN_PROGRESS:
+      raise DecodeError(f"jaxpr {i} refers to itself", path)
+    if j is None:
+      msg = self._entry(self.m.jaxprs, i, "jaxpr", path)
+      if self._depth >= MAX_DEPTH:
+        raise DecodeError(f"sub-jaxprs nested deeper than {MAX_DEPTH}", path)
+      self._jaxprs[i] = _IN_PROGRESS
+      self._depth += 1
+      outer = self.where
+      try:
+        j = self._decode_jaxpr(msg, path)
+      except BaseException:
+        del self._jaxprs[i]
+        raise
+      finally:
+        self._depth -= 1
+      self.where = outer
+      self._jaxprs[i] = j
+      self.jaxpr_paths[i] = path
+    return j
+
+  def aval(self, i: int, path: str):
+    a = self._avals.get(i)
+    if a is None:
+      msg = self._entry(self.m.avals, i, "aval", path)
+      self._avals[i] = _IN_PROGRESS
+      try:
+        a = self._decode_aval(msg, f"{path}(aval {i})")
+      finally:
+        self._avals.pop(i, None)
+      self._avals[i] = a
+    elif a is _IN_PROGRESS:
+      raise DecodeError(f"aval {i} refers to itself", path)
+    return a
+
+  def primitive(self, i: int, path: str):
+    p = self._prims.get(i)
+    if p is None:
+      msg = self._entry(self.m.primitives, i, "primitive", path)
+      name = msg.name
+      if self.upgrader and msg.namespace.split(".")[0] == "jax":
+        name = self.upgrader.primitive_name(name)
+      try:
+        p = self._prims[i] = REGISTRY.lookup(msg.namespace, name, path)
+      except UnknownPrimitiveError as e:
+        if (self.upgrader and msg.namespace.split(".")[0] == "jax"
+            and self.upgrader.expansion(name) is not None):
+          p = self._prims[i] = standins.Expanded(name)  # see _decode_jaxpr
+          return p
+        if self.upgrader and self.upgrader.newer and msg.namespace.split(".")[0] == "jax":
+          raise PrimitiveVersionError(f"{e.message} ({self.upgrader.describe()})", path) from None
+        raise
+    return p
+
+  def param(self, i: int, prim_name: str, path: str):
+    """(name, value) of Module.params[i]; decoded once per primitive."""
+    key = (i, prim_name)
+    p = self._params.get(key)
+    if p is None:
+      msg = self._entry(self.m.params, i, "param", f"{path}.params")
+      where = f"{path}.params.{msg.name}"
+      p = self._params[key] = (msg.name, param_codecs.decode_param(self, prim_name, msg, where))
+    return p
+
+  def rule(self, i: int, path: str):
+    r = self._rules.get(i)
+    if r is None:
+      msg = self._entry(self.m.rules, i, "rule", path)
+      kind = msg.WhichOneof("kind")
+      where = f"{path}(rule {i})"
+      if kind is None:
+        raise DecodeError("empty custom rule", where)
+      r = self._rules[i] = custom_rules.RULES[kind](self, getattr(msg, kind), where)
+    return r
+
+  def _traceback(self, i: int, path: str):
+    if not i:
+      return None
+    if not self._tracebacks:  # all at once: the builder is fastest in batches
+      strings, frames = self.m.strings, self.m.frames
+      lists = []
+      for k, msg in enumerate(self.m.tracebacks):
+        fl = []
+        for j in msg.frames:
+          f = self._entry(frames, j, "frame", f"tracebacks[{k}]")
+          fl.append((self._entry(strings, f.file, "string", f"frames[{j}]"),
+                     self._entry(strings, f.function, "string", f"frames[{j}]"),
+                     f.line, f.column, f.end_line, f.end_column))
+        lists.append(fl)
+      self._tracebacks = dict(enumerate(tracebacks.make_tracebacks(lists)))
+    tb = self._tracebacks.get(i)
+    if tb is None:
+      self._entry(self.m.tracebacks, i, "traceback", path)
+    return tb
+
+  def _name_stack(self, i: int, path: str):
+    ns = self._name_stacks.get(i)
+    if ns is None:
+      msg = self._entry(self.m.name_stacks, i, "name stack", path)
+      ns = self._name_stacks[i] = compat.NameStack(tuple(
+          (compat.Transform if s.transform else compat.Scope)(s.name) for s in msg.scopes))
+    return ns
+
+  def source_info(self, tb: int, ns: int, path: str):
+    key = (tb, ns)
+    si = self._source_infos.get(key)
+    if si is None:
+      si = self._source_infos[key] = tracebacks.make_source_info(
+          self._traceback(tb, path), self._name_stack(ns, path))
+    return si
+
+  def context(self, i: int, path: str):
+    ctx = self._contexts.get(i)
+    if ctx is None:
+      msg = self._entry(self.m.contexts, i, "context", path)
+      mesh = values.decode_mesh(msg.cur_abstract_mesh, path + ".context")
+      xla_metadata = None
+      if msg.HasField("xla_metadata"):
+        md = self.value(msg.xla_metadata, path + ".context.xla_metadata")
+        if not isinstance(md, dict):
+          raise DecodeError("xla_metadata must be a dict", path)
+        xla_metadata = md
+      ctx = self._contexts[i] = compat.make_context(
+          msg.compute_type if msg.HasField("compute_type") else None,
+          msg.threefry_partitionable, mesh, msg.remove_size_one_mesh_axis,
+          xla_metadata, self._context_fields(msg, path + ".context"))
+    return ctx
+
+  def _context_fields(self, msg, path: str) -> dict:
+    """The later-JAX fields of an EqnContext: this JAX's CONTEXT_FIELDS, unset
+    ones at their "not set" value. A field this JAX lacks is refused (writers
+    leave out unset fields, so it changes the program)."""
+    fields = dict(compat.CONTEXT_FIELDS)
+    seen = set()
+    for j, p in enumerate(msg.fields):
+      where = f"{path}.fields[{j}]"
+      if p.name in seen:
+        raise DecodeError(f"duplicate context field {p.name!r}", where)
+      seen.add(p.name)
+      v = self.value(p.value, where)
+      if p.name not in fields:
+        raise VersionError(
+            f"eqn context field {p.name}={v!r} is not known to JAX {compat.jax.__version__}"
+            f"{self._file_jax()}", where)
+      fields[p.name] = v
+    return fields
+
+  def _file_jax(self) -> str:
+    from jaxpr_proto.wire.versions import jax_version_of
+    v = jax_version_of(self.m)
+    return f" (the file was written by JAX {v})" if v else ""
+
+  # --- jaxprs -------------------------------------------------------------
+  def _decode_jaxpr(self, msg: pb.Jaxpr, path: str):
+    env: dict[int, object] = {}
+    aval = self.aval
+    prefix = f"{path}." if path else ""
+
+    def define(v, where):
+      if v.id in env:
+        raise DecodeError(f"variable id {v.id} is defined twice (not SSA)", where)
+      var = env[v.id] = compat.Var(aval(v.aval, where))
+      return var
+
+    def atom(a, where):
+      kind = a.WhichOneof("kind")
+      if kind == "var":
+        try:
+          return env[a.var]
+        except KeyError:
+          raise DecodeError(f"variable id {a.var} is used before it is defined", where) from None
+      if kind == "literal":
+        av = aval(a.literal.aval, where)
+        return compat.Literal(self.literal(a.literal.value, av, where), av)
+      raise DecodeError("empty operand", where)
+
+    constvars = [define(v, f"{prefix}constvars[{k}]") for k, v in enumerate(msg.constvars)]
+    invars = [define(v, f"{prefix}invars[{k}]") for k, v in enumerate(msg.invars)]
+    eqns = []
+    for k, e in enumerate(msg.eqns):
+      where = self.where = f"{prefix}eqn[{k}]"
+      prim = self.primitive(e.primitive, where)
+      ins = [atom(a, f"{where}.invars[{j}]") for j, a in enumerate(e.invars)]
+      params = param_codecs.decode_params(self, prim.name, e.params, where)
+      if self.upgrader:
+        params = self.upgrader.params(prim.name, params, where)
+      else:
+        standins.refuse_stand_ins(prim.name, params, where, "")
+      effs = self.effects(e.effects, env, f"{where}.effects")
+      si = self.source_info(e.traceback, e.name_stack, where)
+      ctx = self.context(e.context, where)
+      outs = []
+      for j, b in enumerate(e.outvars):
+        kind = b.WhichOneof("kind")
+        if kind == "var":
+          outs.append(define(b.var, f"{where}.outvars[{j}]"))
+        elif kind == "drop":
+          outs.append(compat.DropVar(aval(b.drop.aval, f"{where}.outvars[{j}]")))
+        else:
+          raise DecodeError("empty output binder", f"{where}.outvars[{j}]")
+      if isinstance(prim, standins.Expanded):  # a newer JAX's primitive, computed
+        prim, params = self.upgrader.expand(prim.name, ins, outs, params, where)
+      eqns.append(compat.eqn(ins, outs, prim, params, effs, si, ctx))
+    outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
+    effs = self.effects(msg.effects, env, f"{prefix}effects")
+    debug = self.debug_info(msg.debug_info) if msg.HasField("debug_info") else None
+    if debug is None:
+      debug = compat.DebugInfo("jaxpr_proto", None, tuple([None] * len(invars)), None)
+    try:
+      return compat.Jaxpr(constvars, invars, outvars, eqns, effs, debug, msg.is_high)
+    except Exception as e:
+      raise DecodeError(f"invalid jaxpr: {e}", path) from None
+
+  def effects(self, msgs, env, path):
+    out = set()
+    for k, m in enumerate(msgs):
+      if m.name == "jax::named_axis":
+        if not m.axis_name:
+          raise DecodeError("named_axis effect needs an axis name", f"{path}[{k}]")
+        out.add(compat.named_axis_effect(m.axis_name))
+        continue
+      eff = values.EFFECTS.get(m.name)
+      if eff is not None:
+        out.add(eff)
+        continue
+      cls = values.INPUT_EFFECTS.get(m.name)
+      if cls is None:
+        raise DecodeError(f"unknown effect {m.name!r}", f"{path}[{k}]")
+      if not m.HasField("input_var") or m.input_var not in env:
+        raise DecodeError(f"effect {m.name} refers to an undefined variable", f"{path}[{k}]")
+      out.add(cls(env[m.input_var]))
+    return out
+
+  def debug_info(self, msg: pb.DebugInfo, func_name: str | None = None):
+    def strings(o):
+      missing = set(o.missing)
+      return tuple(None if i in missing else s for i, s in enumerate(o.values))
+    arg_names = strings(msg.arg_names) if msg.HasField("arg_names") else None
+    result_paths = strings(msg.result_paths) if msg.HasField("result_paths") else None
+    src = msg.func_src_info or None
+    if src is None and func_name:
+      src = func_name
+    return compat.DebugInfo(msg.traced_for or "jaxpr_proto", src, arg_names, result_paths)
+
+  # --- avals --------------------------------------------------------------
+  def _decode_aval(self, msg: pb.Aval, path: str):
+    kind = msg.WhichOneof("kind")
+    if kind == "shaped_array":
+      return self._shaped_array(msg.shaped_array, path)
+    if kind == "token":
+      return compat.abstract_token
+    if kind == "ref":
+      inner = self.aval(msg.ref.inner, path)
+      try:
+        return compat.AbstractRef(inner, self.value(msg.ref.memory_space, path),
+                           self.value(msg.ref.kind, path))
+      except Exception as e:
+        raise DecodeError(f"bad ref type: {e}", path) from None
+    raise DecodeError("empty aval", path)
+
+  def _shaped_array(self, msg: pb.ShapedArray, path: str):
+    dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+    shape = tuple(self._dim(d, path) for d in msg.shape)
+    try:
+      ms = _MS[msg.memory_space]
+    except KeyError:
+      raise DecodeError(f"unknown memory space {msg.memory_space}", path) from None
+    kw = {}
+    if msg.HasField("sharding"):
+      kw["sharding"] = values.decode_named_sharding(msg.sharding, path + ".sharding")
+    if msg.varying or msg.unreduced or msg.reduced:
+      kw["manual_axis_type"] = compat.ManualAxisType(
+          varying=frozenset(msg.varying), unreduced=frozenset(msg.unreduced),
+          reduced=frozenset(msg.reduced))
+    try:
+      return compat.shaped_array(shape, dtype, msg.weak_type, memory_space=ms, **kw)
+    except Exception as e:
+      raise DecodeError(f"bad array type: {e}", path) from None
+
+  def _dim(self, d: pb.Dim, path: str):
+    kind = d.WhichOneof("kind")
+    if kind == "constant":
+      if d.constant < 0:
+        raise DecodeError(f"negative dimension {d.constant}", path)
+      return d.constant
+    if kind == "symbolic":
+      return self.symbolic_dim(d.symbolic, path)
+    raise DecodeError("empty dimension", path)
+
+  def symbolic_dim(self, s: str, path: str):
+    if self._scope is None:
+      try:
+        self._scope = jax.export.SymbolicScope(list(self.m.symbolic_scope.constraints))
+      except Exception as e:
+        raise DecodeError(f"bad symbolic scope: {e}", "symbolic_scope") from None
+    try:
+      (dim,) = jax.export.symbolic_shape(s, scope=self._scope)
+    except Exception as e:
+      raise DecodeError(f"bad symbolic dimension {s!r}: {e}", path) from None
+    return dim
+
+  # --- values -------------------------------------------------------------
+  def literal(self, msg: pb.Value, aval, path):
+    return self.value(msg, path)
+
+  def const(self, msg: pb.Value, aval, path):
+    return self.value(msg, path)
+
+  def treedef(self, msg: pb.TreeDef, path):
+    return pytrees.decode_treedef(msg, self.value, path)
+
+  def value(self, msg: pb.Value, path: str):
+    kind = msg.WhichOneof("kind")
+    dec = _VALUE_DECODERS.get(kind)
+    if dec is None:
+      raise DecodeError("empty value" if kind is None else f"unknown value kind {kind}", path)
+    return dec(self, getattr(msg, kind), path)
+
+
+def _array(dec, msg: pb.Array, path):
+  if msg.dtype == pb.DTYPE_FLOAT0 and values._num_elements(msg.shape, path) > _MAX_FLOAT0_ELEMENTS:
+    raise DecodeError(f"float0 array of shape {list(msg.shape)} is too large", path)
+  x = values.decode_array_np(msg, path)
+  kind = msg.kind
+  typed = _TYPED_SCALARS.get(kind)
+  if typed is not None:
+    value, dtype = x
+    cls, py = typed
+    return cls(py(value), dtype)
+  if msg.dtype == pb.DTYPE_KEY:
+    if kind != _K.ARRAY_KIND_JAX:
+      raise DecodeError("key arrays must be jax arrays", path)
+    return compat.wrap_key_data(x, msg.key_impl)
+  if kind == _K.ARRAY_KIND_NUMPY_UNSPECIFIED:
+    return x.copy()
+  if kind == _K.ARRAY_KIND_JAX:
+    return jax.numpy.asarray(x)
+  if kind == _K.ARRAY_KIND_NUMPY_SCALAR:
+    if x.shape != ():
+      raise DecodeError("a numpy scalar must have shape ()", path)
+    return x[()]
+  if kind == _K.ARRAY_KIND_TYPED_NDARRAY:
+    return compat.typed_ndarray(x.copy())
+  raise DecodeError(f"unknown array kind {kind}", path)
+
+
+_TYPED_SCALARS = {_K.ARRAY_KIND_TYPED_INT: (compat.TypedInt, int),
+                  _K.ARRAY_KIND_TYPED_FLOAT: (compat.TypedFloat, float),
+                  _K.ARRAY_KIND_TYPED_COMPLEX: (compat.TypedComplex, complex)}
+
+
+def _enum(dec, msg: pb.EnumValue, path):
+  cls = values.ENUM_TYPES.get(msg.type)
+  if cls is None:  # a type that moved in another JAX release?
+    cls = values.ENUM_TYPES.get(upgrade.type_alias(msg.type))
+  if cls is None and msg.type in upgrade.FOREIGN_ENUMS:  # a newer JAX's: for the upgraders
+    return standins.EnumStandIn(msg.type, msg.member)
+  if cls is None:
+    raise DecodeError(f"enum type {msg.type!r} is not allow-listed", path)
+  try:
+    return cls[msg.member]
+  except KeyError:
+    raise DecodeError(f"{msg.type} has no member {msg.member!r}", path) from None
+
+
+def _record(dec, msg: pb.Record, path):
+  cls = values.RECORD_TYPES.get(msg.type)
+  if cls is None:  # a type that moved in another JAX release?
+    cls = values.RECORD_TYPES.get(upgrade.type_alias(msg.type))
+  build = None if cls is not None else upgrade.foreign_record(msg.type)
+  if cls is None and build is None:
+    raise DecodeError(f"record type {msg.type!r} is not allow-listed", path)
+  fields = {}
+  for f in msg.fields:
+    if f.name in fields:
+      raise DecodeError(f"field {f.name!r} given twice", path)
+    fields[f.name] = dec.value(f.value, f"{path}.{f.name}")
+  if build is not None:
+    try:
+      return build(fields)
+    except Exception as e:
+      raise DecodeError(f"cannot build {msg.type}: {type(e).__name__}: {e}", path) from None
+  return values.make_record(cls, fields, path)
+
+
+def _singleton(dec, name, path):
+  try:
+    return values.SINGLETONS[name]
+  except KeyError:
+    raise DecodeError(f"unknown singleton {name!r}", path) from None
+
+
+def _seq(make):
+  def f(dec, msg, path):
+    return make(dec.value(x, f"{path}[{i}]") for i, x in enumerate(msg.items))
+  return f
+
+
+def _dict(dec, msg, path):
+  out = {}
+  for e in msg.entries:
+    k = dec.value(e.key, f"{path}.key")
+    try:
+      out[k] = dec.value(e.value, f"{path}[{k!r}]")
+    except TypeError:
+      raise DecodeError(f"unhashable dict key {k!r}", path) from None
+  return out
+
+
+def _frozenset(dec, msg, path):
+  try:
+    return frozenset(dec.value(x, f"{path}[{i}]") for i, x in enumerate(msg.items))
+  except TypeError:
+    raise DecodeError("unhashable frozenset item", path) from None
+
+
+def _big_int(dec, s, path):
+  if not s.lstrip("-").isdigit() or len(s) > 4000:
+    raise DecodeError(f"bad big int {s[:40]!r}", path)
+  return int(s)
+
+
+def _primitive(dec, msg, path):
+  return dec.primitive(msg.index, path)
+
+
+def _dtype(dec, msg, path):
+  dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+  if msg.jnp_scalar_type:
+    t = jnp_scalar_type(dtype) if msg.dtype != pb.DTYPE_KEY else None
+    if t is None:
+      raise DecodeError(f"no jax.numpy scalar type for {dtype}", path)
+    return t
+  return dtype
+
+
+_VALUE_DECODERS = {
+    "none": lambda dec, m, path: None,
+    "bool": lambda dec, m, path: m,
+    "int": lambda dec, m, path: m,
+    "float": lambda dec, m, path: m,
+    "complex": lambda dec, m, path: complex(m.real, m.imag),
+    "str": lambda dec, m, path: m,
+    "bytes": lambda dec, m, path: m,
+    "dtype": _dtype,
+    "array": _array,
+    "tuple": _seq(tuple),
+    "list": _seq(list),
+    "dict": _dict,
+    "frozenset": _frozenset,
+    "jaxpr": lambda dec, m, path: dec.jaxpr(m, path),
+    "closed_jaxpr": lambda dec, m, path: dec.closed_jaxpr(m, path),
+    "enum": _enum,
+    "record": _record,
+    "treedef": lambda dec, m, path: dec.treedef(m, path),
+    "mesh": lambda dec, m, path: values.decode_mesh(m, path),
+    "partition_spec": lambda dec, m, path: values.decode_spec(m, path),
+    "named_sharding": lambda dec, m, path: values.decode_named_sharding(m, path),
+    "primitive": _primitive,
+    "rule": lambda dec, m, path: dec.rule(m, path),
+    "aval": lambda dec, m, path: dec.aval(m, path),
+    "big_int": _big_int,
+    "extension": lambda dec, m, path: param_codecs.decode_extension(dec, m, path),
+    "singleton": _singleton,
+    "symbolic_dim": lambda dec, m, path: dec.symbolic_dim(m, path),
+}
+
+
+@contextlib.contextmanager
+def refusing(where: Callable[[], str]):
+  """Lets jaxpr_proto errors through and turns any other exception into one,
+  at the path `where()` names: deep nesting is the file's fault, anything else
+  a gap in the checks (an InternalError)."""
+  try:
+    yield
+  except Error:
+    raise
+  except RecursionError:
+    raise DecodeError("structure nested too deeply", where()) from None
+  except Exception as e:  # a bug, a gap in the checks, or a JAX change
+    raise internal_error(e, where()) from e
+
+
+def decode(m: pb.Module) -> tuple[Decoder, object]:
+  """Module -> (its Decoder, the root ClosedJaxpr). Malformed input raises
+  DecodeError and nothing else. JAX's type rules are not checked here: see
+  `jaxpr_proto.check.decode`, the path every loader takes."""
+  check_version(m)
+  dec = Decoder(m)
+  with refusing(lambda: dec.where):
+    return dec, dec.closed_jaxpr(m.root, "")
+
+
+def internal_error(e: Exception, path: str) -> InternalError:
+  """The error for an exception the checks did not foresee: it does not blame
+  the file, and names both versions for a bug report."""
+  return InternalError(
+      f"internal error of jaxpr_proto {__version__} with JAX {jax.__version__} "
+      f"(the file may be fine; please report this): {type(e).__name__}: {e}", path)

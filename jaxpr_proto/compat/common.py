@@ -1,0 +1,394 @@
+"""What every supported JAX minor shares (the JAX 0.10 form). The per-minor
+adapters (v0_9.py ... v0_12.py) start from this and redefine what differs;
+see jaxpr_proto/compat/__init__.py."""
+from __future__ import annotations
+
+import jax
+import jax.extend.core as jex_core
+import numpy as np
+from jax._src import ad_checkpoint
+from jax._src import core
+from jax._src import dtypes as jax_dtypes
+from jax._src import effects as effects_lib
+from jax._src import linear_util as lu
+from jax._src import literals
+from jax._src import mesh as mesh_lib
+from jax._src import partition_spec
+from jax._src import sharding_impls
+from jax._src import source_info_util
+from jax._src.interpreters import partial_eval as pe
+from jax._src.random import prng
+from jax._src.state import types as state_types
+
+from jaxpr_proto.errors import DecodeError
+
+ClosedJaxpr = jex_core.ClosedJaxpr
+Jaxpr = jex_core.Jaxpr
+JaxprEqn = core.JaxprEqn
+Var = core.Var
+Literal = core.Literal
+DropVar = core.DropVar
+Primitive = jex_core.Primitive
+Device = jax.Device
+Tracer = core.Tracer
+ShapedArray = core.ShapedArray
+AbstractToken = core.AbstractToken
+abstract_token = core.abstract_token
+DebugInfo = core.DebugInfo
+JaxprEqnContext = core.JaxprEqnContext
+MemorySpace = core.MemorySpace
+SourceInfo = source_info_util.SourceInfo
+NameStack = source_info_util.NameStack
+Scope = source_info_util.Scope
+Transform = source_info_util.Transform
+AbstractMesh = mesh_lib.AbstractMesh
+Mesh = mesh_lib.Mesh
+AxisType = mesh_lib.AxisType
+NamedSharding = jax.sharding.NamedSharding
+PartitionSpec = jax.sharding.PartitionSpec
+UNCONSTRAINED = partition_spec.PartitionSpec.UNCONSTRAINED
+UNSPECIFIED = sharding_impls.UNSPECIFIED
+float0 = jax.dtypes.float0
+TypedInt = literals.TypedInt
+TypedFloat = literals.TypedFloat
+TypedComplex = literals.TypedComplex
+TypedNdArray = literals.TypedNdArray
+Effect = effects_lib.Effect
+WrappedFun = lu.WrappedFun
+wrap_init = lu.wrap_init
+eval_jaxpr = core.eval_jaxpr
+# The call primitive of a closed jaxpr (from JAX 0.11 an alias of eval_jaxpr_p).
+closed_call_p = core.closed_call_p
+jaxpr_as_fun = jex_core.jaxpr_as_fun
+trace_to_jaxpr_dynamic = pe.trace_to_jaxpr_dynamic
+convert_constvars_jaxpr = pe.convert_constvars_jaxpr
+
+
+def eqn(invars, outvars, primitive, params, effects, source_info, ctx):
+  return core.JaxprEqn(invars, outvars, primitive, params, effects,
+                       source_info, ctx)
+
+
+# --- PRNG key dtypes -------------------------------------------------------
+
+def is_key_dtype(dtype) -> bool:
+  return isinstance(dtype, prng.KeyTy)
+
+
+def key_impl_name(dtype) -> str:
+  return dtype._impl.name
+
+
+def key_impl(name: str, path: str = ""):
+  impl = prng.prngs.get(name)
+  if impl is None:
+    raise DecodeError(f"unknown PRNG implementation {name!r}", path)
+  return impl
+
+
+def key_dtype(name: str, path: str = ""):
+  return prng.KeyTy(key_impl(name, path))
+
+
+def is_key_array(x) -> bool:
+  return isinstance(x, prng.PRNGKeyArray)
+
+
+def key_data(x):
+  return np.asarray(jax.random.key_data(x))
+
+
+def wrap_key_data(data, impl_name: str):
+  return jax.random.wrap_key_data(data, impl=impl_name)
+
+
+# --- symbolic dims ---------------------------------------------------------
+
+def is_symbolic_dim(d) -> bool:
+  return core.is_symbolic_dim(d)
+
+
+# --- remat policies --------------------------------------------------------
+checkpoint_policies = ad_checkpoint.checkpoint_policies
+
+
+# JAX 0.10 and 0.11 build the named remat policies as records (DotsSaveable,
+# SaveOnlyTheseNames, SaveAnyNamesButThese); JAX 0.9 and 0.12 build them as
+# closures. Files always carry the record form, so that they move between
+# releases; these two functions convert in the closure releases.
+
+def policy_record(fn):
+  """(record name, {field: value}) of a remat policy closure, or None."""
+  import types
+  if not isinstance(fn, types.FunctionType):
+    return None
+  p = checkpoint_policies
+  if fn is p.dots_saveable:
+    return "jax::ad_checkpoint.DotsSaveable", {"only_if_no_batch_dims": False}
+  if fn is p.dots_with_no_batch_dims_saveable:
+    return "jax::ad_checkpoint.DotsSaveable", {"only_if_no_batch_dims": True}
+  for factory, record, field in (
+      (p.save_only_these_names, "jax::ad_checkpoint.SaveOnlyTheseNames", "saveable_names"),
+      (p.save_any_names_but_these, "jax::ad_checkpoint.SaveAnyNamesButThese", "names")):
+    probe = factory("x")
+    if isinstance(probe, types.FunctionType) and fn.__code__ is probe.__code__:
+      (names,) = (c.cell_contents for c in fn.__closure__)
+      return record, {field: frozenset(names)}
+  return None
+
+
+def closure_policy(record_name: str):
+  """A builder (fields -> policy closure) for a policy record this JAX lacks, or None."""
+  p = checkpoint_policies
+  return {
+      "jax::ad_checkpoint.SaveOnlyTheseNames":
+          lambda f: p.save_only_these_names(*sorted(f["saveable_names"])),
+      "jax::ad_checkpoint.SaveAnyNamesButThese":
+          lambda f: p.save_any_names_but_these(*sorted(f["names"])),
+      "jax::ad_checkpoint.DotsSaveable":
+          lambda f: (p.dots_with_no_batch_dims_saveable if f["only_if_no_batch_dims"]
+                     else p.dots_saveable),
+  }.get(record_name)
+
+
+# FlatTree params (JAX >= 0.11's scan ft_in and ft_out) are written as
+# extensions "jax::flattree.<kind>": the fields of each kind, in order, with
+# the type that a stand-in (compat.standins) relies on, None for any.
+FLATTREE_FIELDS: dict[str, dict[str, type | None]] = {
+    "tuple": {"elts": tuple}, "pytree": {"xs": tuple, "tree": jax.tree_util.PyTreeDef},
+    "singleton": {"val": None}, "static": {"val": None}, "filtered": {"val": None},
+    "dict": {"keys": tuple, "vals": tuple}, "either": {"is_right": bool, "val": None},
+}
+
+
+# This JAX has no FlatTrees (see v0_11/adapter.py): files that carry them are
+# read into standins.FlatTreeStandIn for the upgraders.
+def flattree_fields(v):
+  return None
+
+
+FLATTREE_BUILDERS: dict = {}
+
+
+def scan_flattrees(num_consts, num_carry, num_xs, num_ys):
+  raise NotImplementedError("FlatTrees need JAX >= 0.11")
+
+# HiJAX primitives (JAX >= 0.11): call_hi_primitive's `_prim` param is an
+# object of a HiPrim class. Those a file may carry, by registered name:
+# {name: (class, build(in_avals, params))}; see v0_12.py.
+HIPRIMS: dict = {}
+
+
+def is_hiprim(v) -> bool:
+  return False
+
+
+def hiprim_functions(prim) -> dict:
+  return {}
+
+
+# custom_vjp_call's `bwd` (a WrappedFun) returns the input cotangents; from
+# JAX 0.11 it returns (cotangents, logs).
+def bwd_cotangents(ret):
+  return ret
+
+
+def bwd_return(cotangents):
+  return cotangents
+
+
+Inline = None  # jit's inline param is a bool (an enum from JAX 0.11)
+
+
+def jaxpr_key(j) -> int:
+  """Identifies a jaxpr across its closed forms (see v0_11.py)."""
+  return id(j)
+
+
+def no_current_trace():
+  """A context in which tracing starts afresh (as JAX's thunks run)."""
+  return core.set_current_trace(None)
+
+
+# --- objects that the value codec writes by name ----------------------------
+
+def is_prng_impl_obj(x) -> bool:
+  return isinstance(x, prng.PRNGImpl)
+
+
+def policy_factories():
+  """The remat policy factories whose closures are written by their arguments."""
+  p = checkpoint_policies
+  return {
+      "jax::save_from_both_policies": (p.save_from_both_policies, ("policy_1", "policy_2")),
+      "jax::offload_dot_with_no_batch_dims": (p.offload_dot_with_no_batch_dims, ("offload_src", "offload_dst")),
+  }
+
+
+def symbolic_constraints(scope) -> list[str]:
+  return [c.debug_str for c in scope._explicit_constraints]
+
+
+def named_axis_effect(name):
+  return core.NamedAxisEffect(name)
+
+
+NamedAxisEffect = core.NamedAxisEffect
+
+
+def internal_pytree_types():
+  """JAX's own pytree node classes that appear in eqn params."""
+  from jax._src import custom_derivatives
+  from jax._src.state import indexing
+  from jax._src.lax.control_flow.solves import _LinearSolveTuple
+  return {"jax::NDIndexer": indexing.NDIndexer, "jax::Slice": indexing.Slice,
+          "jax::Residuals": custom_derivatives.Residuals,
+          "jax::_LinearSolveTuple": _LinearSolveTuple}
+
+
+def extra_enum_types():
+  """Enums of jaxlib that appear in eqn params."""
+  from jax._src.lib import _jax as jaxlib_ext
+  return {"jax::ArrayCopySemantics": jaxlib_ext.ArrayCopySemantics}
+
+
+def local_device(platform: str, index: int):
+  devs = [d for d in jax.local_devices() if d.platform == platform] or jax.local_devices()
+  return devs[index % len(devs)] if devs else None
+
+
+# --- type checking (jaxpr_proto.check.checker) -------------------------------------
+
+JaxprTypeError = core.JaxprTypeError
+typecompat = core.typecompat
+jaxprs_in_params = core.jaxprs_in_params
+
+
+def check_jaxpr_eqns(jaxpr) -> None:
+  """JAX's own type check of one jaxpr, without pretty-printing the whole
+  jaxpr: raises JaxprTypeError(message, eqn_index) at the first bad eqn.
+  Sub-jaxprs are checked as far as JAX's rules check them."""
+  import functools
+  check = getattr(core, "_check_jaxpr", None)
+  if check is None:  # pragma: no cover - a JAX without the internal entry point
+    return core.check_jaxpr(jaxpr)
+
+  @functools.cache
+  def ctx_factory():
+    return core.JaxprPpContext(), core.JaxprPpSettings()
+  return check(ctx_factory, jaxpr)
+
+
+def check_jaxpr_frame_eqn_index(tb) -> int | None:
+  """The eqn index of the outermost core._check_jaxpr frame of a traceback."""
+  code = getattr(getattr(core, "_check_jaxpr", None), "__code__", None)
+  while tb is not None:
+    if tb.tb_frame.f_code is code:
+      return tb.tb_frame.f_locals.get("eqn_idx")
+    tb = tb.tb_next
+  return None
+
+
+def sub_jaxpr_contexts(eqn) -> list:
+  """The context managers JAX's type check enters for the sub-jaxprs of `eqn`
+  (the named axes a shard_map or pmap binds), so that a sub-jaxpr can be
+  checked on its own."""
+  name, params = eqn.primitive.name, eqn.params
+  out = []
+  if name == "shard_map":
+    from jax._src import config as _cfg
+    from jax._src import shard_map as _sm
+    mesh = params.get("mesh")
+    axes = params.get("newly_manual_axes", params.get("manual_axes"))
+    if mesh is not None and axes is not None:
+      out.append(lambda: _sm._extend_axis_env(mesh, frozenset(axes)))
+      if "check_vma" in params:
+        out.append(lambda: _cfg._check_vma(params["check_vma"]))
+  elif name == "xla_pmap":  # JAX 0.9
+    axis_name, axis_size = params.get("axis_name"), params.get("axis_size")
+    if axis_name is not None and axis_size is not None:
+      out.append(lambda: core.extend_axis_env_nd([(axis_name, axis_size)]))
+  return out
+
+
+# Primitives whose type check checks their sub-jaxprs too (custom typechecks
+# that recurse; a primitive without a custom typecheck recurses through
+# core.check_eqn).
+_RECURSIVE_TYPECHECKS = frozenset({"jit", "pjit", "closed_call", "core_call", "shard_map"})
+
+
+def typecheck_reaches_sub_jaxprs(eqn) -> bool:
+  prim = eqn.primitive
+  if prim.name in _RECURSIVE_TYPECHECKS or prim.call_primitive:
+    return True
+  return prim not in core.custom_typechecks
+
+
+AbstractRef = state_types.AbstractRef
+short_dtype_name = jax_dtypes.short_dtype_name
+
+# Pretty-printing pieces (for the structural diff).
+JaxprPpContext = core.JaxprPpContext
+JaxprPpSettings = core.JaxprPpSettings
+pp_vars = core.pp_vars
+pp_var = core.pp_var
+pp_eqn = core.pp_eqn
+
+# The JAX modules whose enums, NamedTuples and dataclasses may appear in eqn
+# params; the value codec allow-lists those types as `jax::<module>.<Class>`.
+PARAM_TYPE_MODULES = (
+    "jax._src.lax.lax", "jax._src.lax.slicing", "jax._src.lax.convolution",
+    "jax._src.lax.windowed_reductions", "jax._src.lax.linalg",
+    "jax._src.lax.fft", "jax._src.lax.ann", "jax._src.lax.special",
+    "jax._src.lax.parallel", "jax._src.lax.other",
+    "jax._src.lax.control_flow.loops", "jax._src.lax.control_flow.solves",
+    "jax._src.lax.control_flow.conditionals",
+    "jax._src.ad_checkpoint", "jax._src.sharding_impls", "jax._src.layout",
+    "jax._src.mesh", "jax._src.core", "jax._src.dispatch", "jax._src.api",
+    "jax._src.random.prng", "jax._src.numpy.lax_numpy",
+    "jax._src.numpy.einsum", "jax._src.cudnn.scaled_matmul_stablehlo",
+    "jax._src.state.types", "jax._src.callback", "jax._src.ffi",
+    "jax._src.tpu.linalg.eigh", "jax._src.lax.utils",
+    "jax._src.memory", "jax._src.compute_on", "jax._src.xla_metadata_lib",
+    "jax._src.pjit", "jax._src.shard_map", "jax._src.custom_derivatives",
+)
+PARAM_TYPE_PREFIX = "jax._src."
+
+# Effect singletons, by registered name: (module, attribute).
+EFFECT_SINGLETONS = {
+    "jax::debug": ("jax._src.debugging", "debug_effect"),
+    "jax::ordered_debug": ("jax._src.debugging", "ordered_debug_effect"),
+    "jax::io": ("jax._src.callback", "_IOEffect"),
+    "jax::ordered_io": ("jax._src.callback", "_OrderedIOEffect"),
+    "jax::no_dce": ("jax._src.lax.lax", "no_dce_effect"),
+    "jax::internal_mutable_array": ("jax._src.core", "internal_mutable_array_effect"),
+    "jax::shape_assertion": ("jax._src.export.shape_poly", "shape_assertion_effect"),
+    "jax::ffi": ("jax._src.ffi", "_FfiEffect"),
+    "jax::buffer_callback": ("jax._src.buffer_callback", "_BufferCallbackEffect"),
+}
+
+# Effects on a jaxpr input, by registered name.
+INPUT_EFFECTS = {"jax::ref_read": state_types.ReadEffect,
+                 "jax::ref_write": state_types.WriteEffect,
+                 "jax::ref_accum": state_types.AccumEffect}
+
+
+def pytree_node_registry():
+  """JAX's registry of custom pytree node classes, or None."""
+  try:
+    from jax._src.tree_util import _registry
+    return _registry
+  except ImportError:  # pragma: no cover - a JAX without it
+    return None
+
+
+def jit_info(f):
+  """(fun, PjitInfo) of a jax.jit-wrapped function, or None (guarded)."""
+  try:
+    cache_miss = f._cache_miss
+    cache_miss = getattr(cache_miss, "__wrapped__", cache_miss)
+    cells = dict(zip(cache_miss.__code__.co_freevars,
+                     (c.cell_contents for c in cache_miss.__closure__)))
+    return cells["fun"], cells["jit_info"]
+  except Exception:  # a JAX that builds jit differently: no custom reduction
+    return None

@@ -1,0 +1,28 @@
+"""Generated tables of each JAX minor's primitives, one module per minor
+(compat/v0_<minor>/params.py, written by tools/param_names.py under that JAX)."""
+from __future__ import annotations
+
+import functools
+import importlib
+
+from jaxpr_proto.compat.releases import folder
+
+
+@functools.cache
+def _table(minor: tuple[int, int]):
+  try:
+    return importlib.import_module(f"jaxpr_proto.compat.{folder(minor)}.params")
+  except ModuleNotFoundError:
+    return None
+
+
+def param_names(version) -> dict[str, frozenset]:
+  """{primitive: param names} of a JAX minor, or {} for a minor without a table."""
+  t = _table(tuple(version[:2]))
+  return {k: frozenset(v) for k, v in getattr(t, "PARAM_NAMES", {}).items()}
+
+
+def open_jaxpr_params(version) -> dict[str, frozenset]:
+  """{primitive: params that hold an open Jaxpr} of a JAX minor before 0.11."""
+  t = _table(tuple(version[:2]))
+  return {k: frozenset(v) for k, v in getattr(t, "OPEN_JAXPR_PARAMS", {}).items()}

@@ -1,0 +1,3 @@
+"""JAX 0.10: its adapter (`adapter.py`), the param names its primitives take
+(`params.py`, generated), and what changed since the previous minor
+(`changes.py`)."""

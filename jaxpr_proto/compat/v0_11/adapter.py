@@ -1,0 +1,127 @@
+"""The adapter for JAX 0.11: the 0.10 adapter plus what 0.11 changed."""
+from jaxpr_proto.compat.v0_10.adapter import *  # noqa: F401,F403
+from jaxpr_proto.compat.v0_10.adapter import FLATTREE_FIELDS, core, jax
+from jax._src import api as _api
+from jax._src import flattree as _ft
+from jax._src import hijax as _hijax
+from jax._src import layout as _layout
+from jax._src import util as _util
+from jax._src.lax.control_flow import solves as _solves
+
+MINOR = (0, 11)
+
+# Jaxpr and ClosedJaxpr are one class: a jaxpr's constvars are its leading
+# inputs that have consts attached. Files write every jaxpr value as a closed
+# jaxpr; the upgraders turn those back into open jaxprs for older JAX.
+UNIFIED_JAXPR = True
+# jit's inline param is an enum (a bool before).
+Inline = _api.Inline
+
+
+def jaxpr_key(j) -> int:
+  """Closing a jaxpr (Jaxpr(j, consts)) makes a new object that shares j's
+  eqn list: that list identifies it."""
+  return id(j.eqns)
+
+# JaxprEqnContext gained cur_layout_mode (between cur_abstract_mesh and
+# remove_size_one_mesh_axis).
+CONTEXT_FIELDS = {"cur_layout_mode": _layout.LayoutMode.AUTO}
+
+
+def make_context(compute_type, threefry_partitionable, cur_abstract_mesh,
+                 remove_size_one_mesh_axis, xla_metadata, fields):
+  return core.JaxprEqnContext._create(
+      compute_type, threefry_partitionable, cur_abstract_mesh,
+      fields["cur_layout_mode"], remove_size_one_mesh_axis, xla_metadata)
+
+
+# FlatTree params (scan's ft_in and ft_out), written as extensions
+# "jax::flattree.<kind>" with the fields of FLATTREE_FIELDS: the kind of each
+# FlatTree type, and its fields' values in that order.
+_FLATTREE_KINDS = {
+    _ft.FTTuple: ("tuple", lambda v: (tuple(v.elts),)),
+    _ft.FTPyTree: ("pytree", lambda v: (tuple(v.xs), v.tree)),
+    _ft.FTSingleton: ("singleton", lambda v: (v.val,)),
+    _ft.FTStatic: ("static", lambda v: (v.val,)),
+    _ft.FTFiltered: ("filtered", lambda v: (v.val,)),
+    _ft.FTDict: ("dict", lambda v: (tuple(v.keys), tuple(v._vals))),
+    _util.Either: ("either", lambda v: (v.is_right, v.val)),
+}
+
+
+def flattree_fields(v):
+  """(kind, [(field, value)]) of a FlatTree node or an Either, or None."""
+  entry = _FLATTREE_KINDS.get(type(v))
+  if entry is None:
+    return None
+  kind, values = entry
+  return kind, list(zip(FLATTREE_FIELDS[kind], values(v)))
+
+
+FLATTREE_BUILDERS = {
+    "tuple": lambda f: _ft.FTTuple(*f["elts"]),
+    "pytree": lambda f: _ft.FTPyTree(f["xs"], f["tree"]),
+    "singleton": lambda f: _ft.FTSingleton(f["val"]),
+    "static": lambda f: _ft.FTStatic(f["val"]),
+    "filtered": lambda f: _ft.FTFiltered(f["val"]),
+    "dict": lambda f: _ft.FTDict(f["keys"], f["vals"]),
+    "either": lambda f: _util.Either(bool(f["is_right"]), f["val"]),
+}
+
+
+def is_hiprim(v) -> bool:
+  return isinstance(v, _hijax.HiPrim)
+
+
+def scan_flattrees(num_consts, num_carry, num_xs, num_ys):
+  """scan's ft_in and ft_out for operands given by counts (as lax.scan builds them)."""
+  return (_ft.pack((_ft.nones(num_consts), _ft.nones(num_carry), _ft.nones(num_xs))),
+          _ft.pack((_ft.nones(num_carry), _ft.nones(num_ys))))
+
+
+# custom_vjp_call's `bwd` returns (input cotangents, backward-pass logs).
+def bwd_cotangents(ret):
+  cts, logs = ret
+  if logs is not None:
+    raise TypeError("custom_vjp bwd rules with logs (defvjp_with_logs) are not supported")
+  return cts
+
+
+def bwd_return(cotangents):
+  return cotangents, None
+
+
+# HiJAX primitives a file may carry, by registered name: (class, build(in
+# avals, out aval, params)); `hiprim_functions` names the params that are
+# Python functions, which files carry as jaxprs (param_codecs.TracedFunction).
+def _tangents(avals):
+  return jax.tree.map(lambda a: a.to_tangent_aval(), avals)
+
+
+def _custom_root(in_avals, out_aval, params):
+  """custom_root's HiPrim, from its parts (its constructor wants a jax.stages.Traced)."""
+  prim = _solves.CustomRoot.__new__(_solves.CustomRoot)
+  prim.in_avals, prim.out_aval, prim.params = in_avals, out_aval, dict(params)
+  prim.effects = frozenset()
+  _hijax.HiPrim.__init__(prim)
+  return prim
+
+
+HIPRIMS = {
+    "jax::lax.control_flow.solves.CustomRoot": (_solves.CustomRoot, _custom_root),
+    "jax::lax.control_flow.solves._RootLinearMap": (
+        _solves._RootLinearMap,
+        lambda i, o, p: _solves._RootLinearMap(p["f"], i, o, frozenset(), p["transposed"])),
+}
+
+
+def hiprim_functions(prim) -> dict:
+  """{param: the input avals it is called with} of a HiPrim's function params."""
+  if type(prim) is _solves.CustomRoot:
+    solve_consts, guess, f_consts, tangent_consts = prim.in_avals
+    return {"f": (f_consts, guess), "solve": (solve_consts, guess),
+            "tangent_solve": (tangent_consts, guess, _tangents(guess))}
+  if type(prim) is _solves._RootLinearMap:
+    consts, x, _ = prim.in_avals
+    return {"f": (consts, x)}
+  return {}

@@ -1,0 +1,87 @@
+"""The one walker of a Module's references, on the message alone.
+
+Values nest (tuples, dicts, records, extensions, pytree structures) and refer
+to the Module's tables by index. `value_refs` finds those references without
+recursion, so that a file cannot exhaust the stack; the checker's structure
+stage and `info` both use it, as they use `rule_jaxprs` for the custom rules.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+# The fields of each kind of custom rule (Module.rules) that hold a closed jaxpr.
+RULE_JAXPRS: dict[str, tuple[str, ...]] = {"jvp": ("jvp",), "vjp": ("fwd", "bwd"), "lin": ("bwd",)}
+
+# Value kinds that refer to a table, and the field of the Value that holds the index.
+_REFS = {"jaxpr": lambda v: v.jaxpr, "closed_jaxpr": lambda v: v.closed_jaxpr,
+         "primitive": lambda v: v.primitive.index, "rule": lambda v: v.rule,
+         "aval": lambda v: v.aval}
+_SEQUENCES = ("tuple", "list", "frozenset")
+
+MAX_VALUE_DEPTH = 90  # below protobuf's own parse limit (100 nested messages)
+
+PROBLEM = "problem"
+
+
+def value_refs(v: pb.Value, path: str, depth: int = 0) -> Iterator[tuple[str, object, str]]:
+  """(kind, index, path) of each table reference in `v`, where kind is a
+  Value kind of `_REFS` ("jaxpr", "closed_jaxpr", "primitive", "rule",
+  "aval"); and (PROBLEM, message, path) for an empty value or one nested
+  deeper than MAX_VALUE_DEPTH, which is not walked further."""
+  return _walk([(v, path, depth)])
+
+
+def treedef_refs(t: pb.TreeDef, path: str, depth: int = 0) -> Iterator[tuple[str, object, str]]:
+  """`value_refs` of the values in a pytree structure (its keys and aux data)."""
+  return _walk([(t.root, path, depth)])
+
+
+def _walk(stack: list[tuple[object, str, int]]) -> Iterator[tuple[str, object, str]]:
+  while stack:  # depth first, in order
+    x, p, d = stack.pop()
+    if isinstance(x, pb.TreeNode):
+      if d > MAX_VALUE_DEPTH:
+        yield PROBLEM, "pytree structure nested too deeply", p
+        continue
+      stack.extend((c, f"{p}.children[{k}]", d + 1) for k, c in reversed(list(enumerate(x.children))))
+      if x.HasField("aux"):
+        stack.append((x.aux, f"{p}.aux", d + 1))
+      stack.extend((k, f"{p}.keys[{i}]", d + 1) for i, k in reversed(list(enumerate(x.keys))))
+      continue
+    if d > MAX_VALUE_DEPTH:
+      yield PROBLEM, "value nested too deeply", p
+      continue
+    kind = x.WhichOneof("kind")
+    if kind is None:
+      yield PROBLEM, "empty value", p
+    elif kind in _REFS:
+      yield kind, _REFS[kind](x), p
+    elif kind in _SEQUENCES:
+      items = getattr(x, kind).items
+      stack.extend((y, f"{p}[{k}]", d + 1) for k, y in reversed(list(enumerate(items))))
+    elif kind == "dict":
+      for k, e in enumerate(x.dict.entries):
+        stack.append((e.key, f"{p}.key", d + 1))
+        stack.append((e.value, f"{p}[{k}]", d + 1))
+    elif kind in ("record", "extension"):
+      for f in getattr(x, kind).fields:
+        stack.append((f.value, f"{p}.{f.name}", d + 1))
+    elif kind == "treedef":
+      stack.append((x.treedef.root, p, d + 1))
+
+
+def rule_jaxprs(m: pb.Module) -> Iterator[tuple[int, str, str, int]]:
+  """(rule index, kind, field, index into m.closed_jaxprs) of each closed jaxpr
+  a custom rule holds; rules saved with a trace error hold none, and an empty
+  rule is left out."""
+  for i, r in enumerate(m.rules):
+    kind = r.WhichOneof("kind")
+    if kind is None:
+      continue
+    rule = getattr(r, kind)
+    if kind in ("jvp", "vjp") and rule.trace_error:
+      continue  # the rule could not be traced when saved; its jaxprs are unset
+    for f in RULE_JAXPRS[kind]:
+      yield i, kind, f, getattr(rule, f)
