@@ -196,7 +196,7 @@ def encode_function(f: Function, *, debug_info: bool = True) -> pb.Module:
   sig.out_tree.CopyFrom(pytrees.encode_treedef(f.out_tree, enc.value, "function.out_tree"))
   sig.in_avals.extend(enc.aval(a, f"function.in_avals[{i}]") for i, a in enumerate(f.in_avals))
   sig.out_avals.extend(enc.aval(a, f"function.out_avals[{i}]") for i, a in enumerate(f.out_avals))
-  if len(m.namespaces) != len(enc.namespaces):
+  if len(m.namespaces) != len(enc.state.namespaces):
     # pytree aux data named a primitive of a namespace the jaxpr does not use
     raise EncodeError("the pytree signature refers to primitives the jaxpr does not use",
                       "function")

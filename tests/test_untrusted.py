@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 import jaxpr_proto as jp
 from jaxpr_proto import compat
-from jaxpr_proto.codec import decoder
+from jaxpr_proto.codec import state
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 
@@ -180,18 +180,18 @@ def _deep_module(n: int) -> pb.Module:
 
 def test_sub_jaxprs_nested_100k_deep():
   m = _deep_module(100_000)
-  e = _fails(m, match=f"nested deeper than {decoder.MAX_DEPTH}", max_s=10.0)
+  e = _fails(m, match=f"nested deeper than {state.MAX_DEPTH}", max_s=10.0)
   assert e.path.startswith("eqn[0].params.call_jaxpr.eqn[0]")
 
 
 def test_checker_reports_deep_nesting():
   r = jp.check(_deep_module(5_000))
-  assert [msg for _, msg in r.errors] == [f"sub-jaxprs nested 4999 deep, deeper than {decoder.MAX_DEPTH}"]
+  assert [msg for _, msg in r.errors] == [f"sub-jaxprs nested 4999 deep, deeper than {state.MAX_DEPTH}"]
 
 
 def test_nesting_within_the_limit_loads():
-  cj = jp.loads(_deep_module(decoder.MAX_DEPTH).SerializeToString())
-  assert jp.check(_deep_module(decoder.MAX_DEPTH)).ok
+  cj = jp.loads(_deep_module(state.MAX_DEPTH).SerializeToString())
+  assert jp.check(_deep_module(state.MAX_DEPTH)).ok
   assert len(cj.jaxpr.eqns) == 1
 
 

@@ -249,7 +249,7 @@ class _CheckingDecoder(_decoder.Decoder):
       return super().primitive(i, path)
     except Error as e:
       self._record(e)
-      self._prims[i] = p = compat.Primitive(f"<unknown primitive {i}>")
+      self.state.decoded["primitives"][i] = p = compat.Primitive(f"<unknown primitive {i}>")
       return p
 
   def aval(self, i, path):
@@ -257,7 +257,7 @@ class _CheckingDecoder(_decoder.Decoder):
       return super().aval(i, path)
     except Error as e:
       self._record(e)
-      self._avals[i] = a = self._placeholder()
+      self.state.decoded["avals"][i] = a = self._placeholder()
       return a
 
   def _placeholder(self):
@@ -290,10 +290,10 @@ class _CheckingDecoder(_decoder.Decoder):
       self._record(e)
       return None
     except RecursionError:
-      self._err(self.where, "structure nested too deeply")
+      self._err(self.state.where, "structure nested too deeply")
       return None
     except Exception as e:  # a gap in the decoder's checks or a bug: still reported
-      self._err(self.where, _decoder.internal_error(e, self.where).message)
+      self._err(self.state.where, _decoder.internal_error(e, self.state.where).message)
       return None
     for i, kind, f, j in walk.rule_jaxprs(m):  # decoded lazily on load; here now
       where = f"rules[{i}].{kind}.{f}"

@@ -19,6 +19,6 @@ def decode(m: pb.Module, *, typecheck: bool = True):
   """
   dec, cj = decoder.decode(m)
   if typecheck:
-    with decoder.refusing(lambda: dec.where):
+    with decoder.refusing(lambda: dec.state.where):
       _typecheck.raise_first_type_error(dec)
   return dec, cj

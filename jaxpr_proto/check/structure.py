@@ -7,7 +7,7 @@ this stage lists them all, with the paths the decoder would give them.
 from __future__ import annotations
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec.decoder import MAX_DEPTH
+from jaxpr_proto.codec.state import MAX_DEPTH
 from jaxpr_proto.wire import walk
 
 class Structure:

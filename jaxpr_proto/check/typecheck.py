@@ -90,8 +90,8 @@ def _check_one(jaxpr, upgrader, contexts=()):
 def _contexts(dec) -> dict[int, tuple]:
   """compat.jaxpr_key(jaxpr) -> the contexts its parents' eqns bind, from the root down."""
   out: dict[int, tuple] = {}
-  for i in reversed(list(dec.jaxpr_paths)):  # outer jaxprs finish decoding last
-    jaxpr = dec._jaxprs.get(i)
+  for i in reversed(list(dec.state.jaxpr_paths)):  # outer jaxprs finish decoding last
+    jaxpr = dec.state.decoded["jaxprs"].get(i)
     if not isinstance(jaxpr, compat.Jaxpr):
       continue
     ctx = out.setdefault(compat.jaxpr_key(jaxpr), ())
@@ -112,8 +112,8 @@ def _not_reached(dec) -> set[int]:
   (such as cond branches and scan bodies), and the root."""
   reached: set[int] = set()
   alone: set[int] = set()
-  for i in reversed(list(dec.jaxpr_paths)):  # from the root down
-    jaxpr = dec._jaxprs.get(i)
+  for i in reversed(list(dec.state.jaxpr_paths)):  # from the root down
+    jaxpr = dec.state.decoded["jaxprs"].get(i)
     if not isinstance(jaxpr, compat.Jaxpr):
       continue
     if compat.jaxpr_key(jaxpr) not in reached:
@@ -142,8 +142,8 @@ def _iter_type_errors(dec):
   contexts = _contexts(dec)
   alone = _not_reached(dec)
   clean = True
-  for i in dec.jaxpr_paths:
-    jaxpr = dec._jaxprs.get(i)
+  for i in dec.state.jaxpr_paths:
+    jaxpr = dec.state.decoded["jaxprs"].get(i)
     if isinstance(jaxpr, compat.Jaxpr) and compat.jaxpr_key(jaxpr) in alone:
       if _check_one(jaxpr, upgrader, contexts.get(compat.jaxpr_key(jaxpr), ())) is not None:
         clean = False
@@ -152,8 +152,8 @@ def _iter_type_errors(dec):
     yield from _const_errors(dec)
     return
   failed: set[int] = set()
-  for i, path in list(dec.jaxpr_paths.items()):  # in the order decoding finished: inner first
-    jaxpr = dec._jaxprs.get(i)
+  for i, path in list(dec.state.jaxpr_paths.items()):  # in the order decoding finished: inner first
+    jaxpr = dec.state.decoded["jaxprs"].get(i)
     if not isinstance(jaxpr, compat.Jaxpr):
       continue
     found = _check_one(jaxpr, upgrader, contexts.get(compat.jaxpr_key(jaxpr), ()))
@@ -174,10 +174,10 @@ def _iter_type_errors(dec):
 
 def _const_errors(dec):
   """Constants against their variables."""
-  for i, cj in list(dec._closed.items()):
+  for i, cj in list(dec.state.decoded["closed_jaxprs"].items()):
     if not isinstance(cj, compat.ClosedJaxpr):
       continue
-    jpath = dec.jaxpr_paths.get(dec.m.closed_jaxprs[i].jaxpr, f"closed_jaxprs[{i}]")
+    jpath = dec.state.jaxpr_paths.get(dec.m.closed_jaxprs[i].jaxpr, f"closed_jaxprs[{i}]")
     for k, (v, c) in enumerate(zip(cj.jaxpr.constvars, cj.consts)):
       try:
         ok = compat.core.typecheck(v.aval, c)

@@ -59,16 +59,14 @@ def encode_jvp_rule(enc, eqn, path) -> int:
   thunk = params["jvp_jaxpr_fun"]
   call_jaxpr = params["call_jaxpr"]
   key = _rule_key("jvp", thunk, call_jaxpr, (params["num_consts"], params["symbolic_zeros"]))
-  idx = enc.rules.get(key)
-  if idx is not None:
+  idx, entry = enc.state.reserve("rules", key)
+  if entry is None:
     return idx
-  idx = enc.rules[key] = len(enc.m.rules)
-  msg = enc.m.rules.add().jvp
+  msg = entry.jvp
   n_primals = len(call_jaxpr.in_avals) - params["num_consts"]
   msg.name = thunk.debug_info.func_name
   msg.debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
-  depth = enc.rule_depth
-  if depth >= MAX_RULE_DEPTH:
+  if enc.state.rule_depth >= MAX_RULE_DEPTH:
     msg.trace_error = (f"the custom_jvp rule {msg.name!r} was not saved: custom_jvp rules "
                        f"nest more than {MAX_RULE_DEPTH} deep here (a rule whose derivative "
                        "is again a new rule), so derivatives of order above "
@@ -81,11 +79,8 @@ def encode_jvp_rule(enc, eqn, path) -> int:
     msg.trace_error = _trace_error("custom_jvp rule", msg.name, e)
     return idx
   msg.out_zeros.extend(bool(z) for z in out_zeros)
-  enc.rule_depth = depth + 1
-  try:
+  with enc.state.inside_rule():
     msg.jvp = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.jvp")
-  finally:
-    enc.rule_depth = depth
   return idx
 
 
@@ -108,11 +103,10 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   thunk, bwd, out_trees = params["fwd_jaxpr_thunk"], params["bwd"], params["out_trees"]
   call_jaxpr, num_consts = params["call_jaxpr"], params["num_consts"]
   key = _rule_key("vjp", thunk, call_jaxpr, (num_consts, params["symbolic_zeros"], id(bwd.f)))
-  idx = enc.rules.get(key)
-  if idx is not None:
+  idx, entry = enc.state.reserve("rules", key)
+  if entry is None:
     return idx
-  idx = enc.rules[key] = len(enc.m.rules)
-  msg = enc.m.rules.add().vjp
+  msg = entry.vjp
   in_avals = call_jaxpr.in_avals
   n_primals = len(in_avals) - num_consts
   msg.fwd_name = thunk.debug_info.func_name
@@ -183,11 +177,10 @@ def encode_lin_rule(enc, eqn, path) -> int:
   bwd, num_res = params["bwd"], params["num_res"]
   key = ("lin", tuple(_rule_functions(bwd)), tuple(str(v.aval) for v in eqn.invars),
          tuple(params["in_zeros"]), params["symbolic_zeros"])
-  idx = enc.rules.get(key)
-  if idx is not None:
+  idx, entry = enc.state.reserve("rules", key)
+  if entry is None:
     return idx
-  idx = enc.rules[key] = len(enc.m.rules)
-  msg = enc.m.rules.add().lin
+  msg = entry.lin
   res_avals = [v.aval for v in eqn.invars[:num_res]]
   nz_avals = iter(v.aval for v in eqn.invars[num_res:])
   # Zero inputs' tangent avals are unknown here; bwd_flat takes them from Zero.aval.

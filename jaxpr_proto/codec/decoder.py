@@ -26,6 +26,7 @@ from jaxpr_proto._version import __version__
 from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVersionError,
                                 UnknownPrimitiveError, VersionError)
 from jaxpr_proto.codec.names import REGISTRY
+from jaxpr_proto.codec.state import DecodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire.versions import check_version
 
@@ -33,46 +34,27 @@ _MS = {pb.MEMORY_SPACE_DEVICE_UNSPECIFIED: compat.MemorySpace.Device,
        pb.MEMORY_SPACE_HOST: compat.MemorySpace.Host,
        pb.MEMORY_SPACE_ANY: compat.MemorySpace.Any}
 _K = pb.ArrayKind
-MAX_DEPTH = 100  # nesting of sub-jaxprs, far above what real programs use
 # A float0 array carries no bytes, so its size is not bounded by the file's.
 _MAX_FLOAT0_ELEMENTS = 1 << 24
-_IN_PROGRESS = object()
 
 
 class Decoder:
+  """Reads one Module; `state` holds what it has decoded (see codec.state)."""
 
   def __init__(self, m: pb.Module):
     self.m = m
-    self._jaxprs: dict[int, object] = {}
-    self._closed: dict[int, object] = {}
-    self._avals: dict[int, object] = {}
-    self._prims: dict[int, object] = {}
-    self._tracebacks: dict[int, object] = {}
-    self._name_stacks: dict[int, object] = {}
-    self._contexts: dict[int, object] = {}
-    self._rules: dict[int, object] = {}
-    self._params: dict[tuple, tuple] = {}
-    self._source_infos: dict[tuple, object] = {}
-    self._depth = 0
-    self._scope = None
-    self.jaxpr_paths: dict[int, str] = {}  # the path of each decoded jaxpr
-    self.where = ""  # the eqn being decoded, for errors found outside the checks
+    self.state = DecodeState(m)
     self.upgrader = upgrade.for_module(m)  # None: written by this JAX's primitives
 
   # --- tables -------------------------------------------------------------
-  def _entry(self, table, i, name, path):
-    if not 0 <= i < len(table):
-      raise DecodeError(f"{name} index {i} is out of range (table has {len(table)})", path or "root")
-    return table[i]
-
+  # closed_jaxpr and jaxpr recurse as deep as sub-jaxprs nest: no helper
+  # frames between them, so that MAX_DEPTH stays far from Python's limit.
   def closed_jaxpr(self, i: int, path: str):
-    cj = self._closed.get(i)
-    if cj is _IN_PROGRESS:
-      raise DecodeError(f"closed jaxpr {i} refers to itself", path)
+    st = self.state
+    cj = st.begin("closed_jaxprs", i, "closed jaxpr", path)
     if cj is None:
-      msg = self._entry(self.m.closed_jaxprs, i, "closed jaxpr", path)
-      self._closed[i] = _IN_PROGRESS
       try:
+        msg = st.entry("closed_jaxprs", i, "closed jaxpr", path)
         jaxpr = self.jaxpr(msg.jaxpr, path)
         # The file's constvars (JAX >= 0.11 counts constvars only once consts are attached).
         constvars = jaxpr.invars[:len(self.m.jaxprs[msg.jaxpr].constvars)] if compat.UNIFIED_JAXPR else jaxpr.constvars
@@ -84,128 +66,106 @@ class Decoder:
         # (From JAX 0.11 a jaxpr without consts is its own closed form.)
         cj = jaxpr if compat.UNIFIED_JAXPR and not consts else compat.ClosedJaxpr(jaxpr, consts)
       except BaseException:
-        del self._closed[i]
+        st.abort("closed_jaxprs", i)
         raise
-      self._closed[i] = cj
+      st.end("closed_jaxprs", i, cj)
     return cj
 
   def jaxpr(self, i: int, path: str):
-    j = self._jaxprs.get(i)
-    if j is _IN_PROGRESS:
-      raise DecodeError(f"jaxpr {i} refers to itself", path)
+    st = self.state
+    j = st.begin("jaxprs", i, "jaxpr", path)
     if j is None:
-      msg = self._entry(self.m.jaxprs, i, "jaxpr", path)
-      if self._depth >= MAX_DEPTH:
-        raise DecodeError(f"sub-jaxprs nested deeper than {MAX_DEPTH}", path)
-      self._jaxprs[i] = _IN_PROGRESS
-      self._depth += 1
-      outer = self.where
       try:
-        j = self._decode_jaxpr(msg, path)
+        msg = st.entry("jaxprs", i, "jaxpr", path)
+        with st.nested(path):
+          j = self._decode_jaxpr(msg, path)
       except BaseException:
-        del self._jaxprs[i]
+        st.abort("jaxprs", i)
         raise
-      finally:
-        self._depth -= 1
-      self.where = outer
-      self._jaxprs[i] = j
-      self.jaxpr_paths[i] = path
+      st.end("jaxprs", i, j)
+      st.jaxpr_paths[i] = path
     return j
 
   def aval(self, i: int, path: str):
-    a = self._avals.get(i)
-    if a is None:
-      msg = self._entry(self.m.avals, i, "aval", path)
-      self._avals[i] = _IN_PROGRESS
-      try:
-        a = self._decode_aval(msg, f"{path}(aval {i})")
-      finally:
-        self._avals.pop(i, None)
-      self._avals[i] = a
-    elif a is _IN_PROGRESS:
-      raise DecodeError(f"aval {i} refers to itself", path)
-    return a
+    return self.state.get("avals", i, "aval", path, lambda: self._decode_aval(
+        self.state.entry("avals", i, "aval", path), f"{path}(aval {i})"))
 
   def primitive(self, i: int, path: str):
-    p = self._prims.get(i)
-    if p is None:
-      msg = self._entry(self.m.primitives, i, "primitive", path)
-      name = msg.name
-      if self.upgrader and msg.namespace.split(".")[0] == "jax":
-        name = self.upgrader.primitive_name(name)
-      try:
-        p = self._prims[i] = REGISTRY.lookup(msg.namespace, name, path)
-      except UnknownPrimitiveError as e:
-        if (self.upgrader and msg.namespace.split(".")[0] == "jax"
-            and self.upgrader.expansion(name) is not None):
-          p = self._prims[i] = standins.Expanded(name)  # see _decode_jaxpr
-          return p
-        if self.upgrader and self.upgrader.newer and msg.namespace.split(".")[0] == "jax":
-          raise PrimitiveVersionError(f"{e.message} ({self.upgrader.describe()})", path) from None
-        raise
-    return p
+    return self.state.get("primitives", i, "primitive", path, lambda: self._primitive(i, path))
+
+  def _primitive(self, i: int, path: str):
+    msg = self.state.entry("primitives", i, "primitive", path)
+    jax_ns = self.upgrader and msg.namespace.split(".")[0] == "jax"
+    name = self.upgrader.primitive_name(msg.name) if jax_ns else msg.name
+    try:
+      return REGISTRY.lookup(msg.namespace, name, path)
+    except UnknownPrimitiveError as e:
+      if jax_ns and self.upgrader.expansion(name) is not None:
+        return standins.Expanded(name)  # see _decode_jaxpr
+      if jax_ns and self.upgrader.newer:
+        raise PrimitiveVersionError(f"{e.message} ({self.upgrader.describe()})", path) from None
+      raise
 
   def param(self, i: int, prim_name: str, path: str):
     """(name, value) of Module.params[i]; decoded once per primitive."""
-    key = (i, prim_name)
-    p = self._params.get(key)
+    done = self.state.decoded["params"]
+    p = done.get((i, prim_name))
     if p is None:
-      msg = self._entry(self.m.params, i, "param", f"{path}.params")
+      msg = self.state.entry("params", i, "param", f"{path}.params")
       where = f"{path}.params.{msg.name}"
-      p = self._params[key] = (msg.name, param_codecs.decode_param(self, prim_name, msg, where))
+      p = done[(i, prim_name)] = (msg.name, param_codecs.decode_param(self, prim_name, msg, where))
     return p
 
   def rule(self, i: int, path: str):
-    r = self._rules.get(i)
-    if r is None:
-      msg = self._entry(self.m.rules, i, "rule", path)
+    def make():
+      msg = self.state.entry("rules", i, "rule", path)
       kind = msg.WhichOneof("kind")
       where = f"{path}(rule {i})"
       if kind is None:
         raise DecodeError("empty custom rule", where)
-      r = self._rules[i] = custom_rules.RULES[kind](self, getattr(msg, kind), where)
-    return r
+      return custom_rules.RULES[kind](self, getattr(msg, kind), where)
+    return self.state.get("rules", i, "rule", path, make)
 
   def _traceback(self, i: int, path: str):
     if not i:
       return None
-    if not self._tracebacks:  # all at once: the builder is fastest in batches
-      strings, frames = self.m.strings, self.m.frames
+    done = self.state.decoded["tracebacks"]
+    if not done:  # all at once: the builder is fastest in batches
+      entry = self.state.entry
       lists = []
       for k, msg in enumerate(self.m.tracebacks):
         fl = []
         for j in msg.frames:
-          f = self._entry(frames, j, "frame", f"tracebacks[{k}]")
-          fl.append((self._entry(strings, f.file, "string", f"frames[{j}]"),
-                     self._entry(strings, f.function, "string", f"frames[{j}]"),
+          f = entry("frames", j, "frame", f"tracebacks[{k}]")
+          fl.append((entry("strings", f.file, "string", f"frames[{j}]"),
+                     entry("strings", f.function, "string", f"frames[{j}]"),
                      f.line, f.column, f.end_line, f.end_column))
         lists.append(fl)
-      self._tracebacks = dict(enumerate(tracebacks.make_tracebacks(lists)))
-    tb = self._tracebacks.get(i)
+      done.update(enumerate(tracebacks.make_tracebacks(lists)))
+    tb = done.get(i)
     if tb is None:
-      self._entry(self.m.tracebacks, i, "traceback", path)
+      self.state.entry("tracebacks", i, "traceback", path)
     return tb
 
   def _name_stack(self, i: int, path: str):
-    ns = self._name_stacks.get(i)
-    if ns is None:
-      msg = self._entry(self.m.name_stacks, i, "name stack", path)
-      ns = self._name_stacks[i] = compat.NameStack(tuple(
+    def make():
+      msg = self.state.entry("name_stacks", i, "name stack", path)
+      return compat.NameStack(tuple(
           (compat.Transform if s.transform else compat.Scope)(s.name) for s in msg.scopes))
-    return ns
+    return self.state.get("name_stacks", i, "name stack", path, make)
 
   def source_info(self, tb: int, ns: int, path: str):
-    key = (tb, ns)
-    si = self._source_infos.get(key)
+    done = self.state.decoded["source_infos"]
+    si = done.get((tb, ns))
     if si is None:
-      si = self._source_infos[key] = tracebacks.make_source_info(
+      si = done[(tb, ns)] = tracebacks.make_source_info(
           self._traceback(tb, path), self._name_stack(ns, path))
     return si
 
   def context(self, i: int, path: str):
-    ctx = self._contexts.get(i)
+    ctx = self.state.decoded["contexts"].get(i)
     if ctx is None:
-      msg = self._entry(self.m.contexts, i, "context", path)
+      msg = self.state.entry("contexts", i, "context", path)
       mesh = values.decode_mesh(msg.cur_abstract_mesh, path + ".context")
       xla_metadata = None
       if msg.HasField("xla_metadata"):
@@ -213,7 +173,7 @@ class Decoder:
         if not isinstance(md, dict):
           raise DecodeError("xla_metadata must be a dict", path)
         xla_metadata = md
-      ctx = self._contexts[i] = compat.make_context(
+      ctx = self.state.decoded["contexts"][i] = compat.make_context(
           msg.compute_type if msg.HasField("compute_type") else None,
           msg.threefry_partitionable, mesh, msg.remove_size_one_mesh_axis,
           xla_metadata, self._context_fields(msg, path + ".context"))
@@ -271,7 +231,7 @@ class Decoder:
     invars = [define(v, f"{prefix}invars[{k}]") for k, v in enumerate(msg.invars)]
     eqns = []
     for k, e in enumerate(msg.eqns):
-      where = self.where = f"{prefix}eqn[{k}]"
+      where = self.state.where = f"{prefix}eqn[{k}]"
       prim = self.primitive(e.primitive, where)
       ins = [atom(a, f"{where}.invars[{j}]") for j, a in enumerate(e.invars)]
       params = param_codecs.decode_params(self, prim.name, e.params, where)
@@ -381,13 +341,14 @@ class Decoder:
     raise DecodeError("empty dimension", path)
 
   def symbolic_dim(self, s: str, path: str):
-    if self._scope is None:
+    st = self.state
+    if st.symbolic_scope is None:
       try:
-        self._scope = jax.export.SymbolicScope(list(self.m.symbolic_scope.constraints))
+        st.symbolic_scope = jax.export.SymbolicScope(list(self.m.symbolic_scope.constraints))
       except Exception as e:
         raise DecodeError(f"bad symbolic scope: {e}", "symbolic_scope") from None
     try:
-      (dim,) = jax.export.symbolic_shape(s, scope=self._scope)
+      (dim,) = jax.export.symbolic_shape(s, scope=st.symbolic_scope)
     except Exception as e:
       raise DecodeError(f"bad symbolic dimension {s!r}: {e}", path) from None
     return dim
@@ -580,7 +541,7 @@ def decode(m: pb.Module) -> tuple[Decoder, object]:
   `jaxpr_proto.check.decode`, the path every loader takes."""
   check_version(m)
   dec = Decoder(m)
-  with refusing(lambda: dec.where):
+  with refusing(lambda: dec.state.where):
     return dec, dec.closed_jaxpr(m.root, "")
 
 

@@ -24,6 +24,7 @@ from jaxpr_proto.codec.dtypes import encode_dtype
 from jaxpr_proto.compat.change import same_value
 from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.codec.names import REGISTRY
+from jaxpr_proto.codec.state import EncodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire.versions import stamp
 
@@ -34,158 +35,110 @@ _K = pb.ArrayKind
 
 
 class Encoder:
+  """Writes one Module; `state` holds its tables (see codec.state)."""
 
   def __init__(self, debug_info: bool = True):
-    self.debug_info = debug_info
-    self.m = pb.Module()
-    self._keep = []  # keeps interned objects alive, so their ids stay unique
-    self._jaxprs: dict[int, int] = {}
-    self._closed: dict[int, int] = {}
-    self._avals: dict[object, int] = {}
-    self._strings: dict[str, int] = {}
-    self._frames: dict[tuple, int] = {}
-    self._tracebacks: dict[object, int] = {None: 0}
-    self._name_stacks: dict[tuple, int] = {(): 0}
-    self._contexts: dict[int, int] = {}
-    self._prims: dict[int, int] = {}
-    self._params: dict[bytes, int] = {}
-    self.rules: dict[object, int] = {}
-    self.namespaces: set[str] = set()
-    self.features: set[str] = set()
-    self.rule_depth = 0  # custom_jvp rules being encoded inside one another
-    self.m.tracebacks.add()
-    self.m.name_stacks.add()
-    self._default_ctx = self._intern_context(compat.default_context())
-    assert self._default_ctx == 0
-    self._symbolic_scope = None
+    self.state = st = EncodeState(pb.Module(), debug_info)
+    st.module.tracebacks.add()  # entry 0 of both: none
+    st.module.name_stacks.add()
+    st.interned["tracebacks"][None] = 0
+    st.interned["name_stacks"][()] = 0
+    assert self._intern_context(compat.default_context()) == 0
 
   # --- module -------------------------------------------------------------
   def module(self, closed_jaxpr) -> pb.Module:
-    m = self.m
+    st = self.state
+    m = st.module
     m.producer.jaxpr_proto_version = __version__
     m.producer.jax_version = jax.__version__
     m.producer.jaxlib_version = jax.lib.__version__ if hasattr(jax.lib, "__version__") else jax.__version__
     m.root = self.closed_jaxpr(closed_jaxpr, "")
-    for ns in sorted(self.namespaces):
+    for ns in sorted(st.namespaces):
       m.namespaces.add(namespace=ns, version=jax.__version__ if ns.startswith("jax") else "")
-    if self._symbolic_scope is not None:
-      m.symbolic_scope.constraints.extend(compat.symbolic_constraints(self._symbolic_scope))
-    m.required_features.extend(sorted(self.features))
+    if st.symbolic_scope is not None:
+      m.symbolic_scope.constraints.extend(compat.symbolic_constraints(st.symbolic_scope))
+    m.required_features.extend(sorted(st.features))
     stamp(m)  # the oldest format version that reads this file
     return m
 
   # --- interning ----------------------------------------------------------
   def string(self, s: str) -> int:
-    i = self._strings.get(s)
-    if i is None:
-      i = self._strings[s] = len(self.m.strings)
-      self.m.strings.append(s)
-    return i
+    return self.state.intern("strings", s, lambda: s)
 
   def aval(self, a, path: str) -> int:
     try:
       key = (type(a), a, getattr(a, "sharding", None))
-      i = self._avals.get(key)
+      hash(key)
     except TypeError:
-      key, i = id(a), self._avals.get(id(a))
-    if i is None:
-      msg = self._encode_aval(a, path)
-      i = self._avals[key] = len(self.m.avals)
-      self._keep.append(a)
-      self.m.avals.append(msg)
-    return i
+      key = id(a)
+    return self.state.intern("avals", key, lambda: self._encode_aval(a, path), keep=a)
 
   def param(self, msg: pb.Param) -> int:
-    key = msg.SerializeToString(deterministic=True)
-    i = self._params.get(key)
-    if i is None:
-      i = self._params[key] = len(self.m.params)
-      self.m.params.append(msg)
-    return i
+    return self.state.intern("params", msg.SerializeToString(deterministic=True), lambda: msg)
 
   def primitive(self, prim, path: str) -> int:
-    i = self._prims.get(id(prim))
-    if i is None:
+    def make():
       ns, name = REGISTRY.name_of(prim, path)
-      self.namespaces.add(ns)
-      i = self._prims[id(prim)] = len(self.m.primitives)
-      self._keep.append(prim)
-      self.m.primitives.add(namespace=ns, name=name)
-    return i
+      self.state.namespaces.add(ns)
+      return pb.PrimitiveName(namespace=ns, name=name)
+    return self.state.intern("primitives", id(prim), make, keep=prim)
 
   def _intern_context(self, ctx) -> int:
-    i = self._contexts.get(id(ctx))
-    if i is None:
-      msg = pb.EqnContext(threefry_partitionable=ctx.threefry_partitionable,
-                          remove_size_one_mesh_axis=ctx.remove_size_one_mesh_axis)
-      if ctx.compute_type is not None:
-        msg.compute_type = ctx.compute_type
-      msg.cur_abstract_mesh.CopyFrom(values.encode_mesh(ctx.cur_abstract_mesh, "ctx"))
-      if ctx.xla_metadata is not None:
-        msg.xla_metadata.CopyFrom(self.value(dict(ctx.xla_metadata), "ctx.xla_metadata"))
-      for name, unset in compat.CONTEXT_FIELDS.items():
-        v = getattr(ctx, name, unset)
-        if not same_value(v, unset):
-          msg.fields.add(name=name, value=self.value(v, f"ctx.{name}"))
-          self.features.add("eqn_context_fields")
-      i = self._contexts[id(ctx)] = len(self.m.contexts)
-      self._keep.append(ctx)
-      self.m.contexts.append(msg)
-    return i
+    return self.state.intern("contexts", id(ctx), lambda: self._encode_context(ctx), keep=ctx)
+
+  def _encode_context(self, ctx) -> pb.EqnContext:
+    msg = pb.EqnContext(threefry_partitionable=ctx.threefry_partitionable,
+                        remove_size_one_mesh_axis=ctx.remove_size_one_mesh_axis)
+    if ctx.compute_type is not None:
+      msg.compute_type = ctx.compute_type
+    msg.cur_abstract_mesh.CopyFrom(values.encode_mesh(ctx.cur_abstract_mesh, "ctx"))
+    if ctx.xla_metadata is not None:
+      msg.xla_metadata.CopyFrom(self.value(dict(ctx.xla_metadata), "ctx.xla_metadata"))
+    for name, unset in compat.CONTEXT_FIELDS.items():
+      v = getattr(ctx, name, unset)
+      if not same_value(v, unset):
+        msg.fields.add(name=name, value=self.value(v, f"ctx.{name}"))
+        self.state.features.add("eqn_context_fields")
+    return msg
 
   def _intern_traceback(self, tb) -> int:
-    if tb is None or not self.debug_info:
+    st = self.state
+    if tb is None or not st.debug_info:
       return 0
-    i = self._tracebacks.get(tb)
+    seen = st.interned["tracebacks"]
+    i = seen.get(tb)
     if i is None:
-      frames = []
-      for f in tracebacks.frames_of(tb):
-        j = self._frames.get(f)
-        if j is None:
-          file, func, line, col, eline, ecol = f
-          j = self._frames[f] = len(self.m.frames)
-          self.m.frames.add(file=self.string(file), function=self.string(func),
-                            line=line, column=col, end_line=eline, end_column=ecol)
-        frames.append(j)
-      key = tuple(frames)
-      i = self._tracebacks.get(key) if key else 0
-      if i is None:
-        i = len(self.m.tracebacks)
-        self.m.tracebacks.add(frames=frames)
-        self._tracebacks[key] = i
-      self._tracebacks[tb] = i
-      self._keep.append(tb)
+      frames = [st.intern("frames", f, lambda f=f: self._frame(f)) for f in tracebacks.frames_of(tb)]
+      key = tuple(frames)  # equal frame lists share one entry
+      i = st.intern("tracebacks", key, lambda: pb.Traceback(frames=frames)) if key else 0
+      seen[tb] = i
+      st.keep.append(tb)
     return i
 
+  def _frame(self, f) -> pb.Frame:
+    file, func, line, col, eline, ecol = f
+    return pb.Frame(file=self.string(file), function=self.string(func),
+                    line=line, column=col, end_line=eline, end_column=ecol)
+
   def _intern_name_stack(self, ns) -> int:
-    if not self.debug_info:
+    if not self.state.debug_info:
       return 0
     key = tuple((type(s) is compat.Transform, s.name) for s in ns.stack)
-    i = self._name_stacks.get(key)
-    if i is None:
-      i = self._name_stacks[key] = len(self.m.name_stacks)
-      self.m.name_stacks.add().scopes.extend(
-          pb.NameScope(name=n, transform=t) for t, n in key)
-    return i
+    return self.state.intern("name_stacks", key, lambda: pb.NameStack(
+        scopes=[pb.NameScope(name=n, transform=t) for t, n in key]))
 
   # --- jaxprs -------------------------------------------------------------
   def closed_jaxpr(self, cj, path: str) -> int:
-    i = self._closed.get(id(cj))
-    if i is None:
-      i = self._closed[id(cj)] = len(self.m.closed_jaxprs)
-      self._keep.append(cj)
-      msg = self.m.closed_jaxprs.add()
+    i, msg = self.state.reserve("closed_jaxprs", id(cj), cj)
+    if msg is not None:
       msg.jaxpr = self.jaxpr(cj.jaxpr, path)
       for k, c in enumerate(cj.consts):
         msg.consts.append(self.value(c, f"{path}.consts[{k}]"))
     return i
 
   def jaxpr(self, jaxpr, path: str) -> int:
-    i = self._jaxprs.get(id(jaxpr))
-    if i is None:
-      i = self._jaxprs[id(jaxpr)] = len(self.m.jaxprs)
-      self._keep.append(jaxpr)
-      msg = self.m.jaxprs.add()  # reserved first: params may refer back
+    i, msg = self.state.reserve("jaxprs", id(jaxpr), jaxpr)  # reserved first: params may refer back
+    if msg is not None:
       self._encode_jaxpr(jaxpr, msg, path)
     return i
 
@@ -227,7 +180,7 @@ class Encoder:
           out.outvars.add(var=define(v, f"{where}.outvars[{j}]"))
     msg.outvars.extend(atom(x, f"{path}.outvars[{k}]") for k, x in enumerate(jaxpr.outvars))
     msg.effects.extend(self.effect(eff, ids, f"{path}.effects") for eff in _sorted_effects(jaxpr.effects, ids))
-    if jaxpr.debug_info is not None and self.debug_info:
+    if jaxpr.debug_info is not None and self.state.debug_info:
       msg.debug_info.CopyFrom(self.debug_info_msg(jaxpr.debug_info))
     if getattr(jaxpr, "is_high", False):
       msg.is_high = True
@@ -283,7 +236,7 @@ class Encoder:
         out.shape.add(symbolic=self.symbolic_dim(d, path))
     default = compat.ShapedArray(a.shape, a.dtype, a.weak_type)
     if a.sharding != default.sharding:
-      out.sharding.CopyFrom(values.encode_named_sharding(a.sharding, path, self.features))
+      out.sharding.CopyFrom(values.encode_named_sharding(a.sharding, path, self.state.features))
     mat = compat.manual_axis_type(a)
     out.varying.extend(sorted(mat.varying))
     out.unreduced.extend(sorted(mat.unreduced))
@@ -294,9 +247,10 @@ class Encoder:
     if not compat.is_symbolic_dim(d):
       raise EncodeError(f"unsupported dimension {d!r}", path)
     scope = d.scope
-    if self._symbolic_scope is None:
-      self._symbolic_scope = scope
-    elif scope is not self._symbolic_scope:
+    st = self.state
+    if st.symbolic_scope is None:
+      st.symbolic_scope = scope
+    elif scope is not st.symbolic_scope:
       raise EncodeError("symbolic dimensions from different scopes", path)
     return str(d)
 
@@ -440,9 +394,9 @@ _VALUE_ENCODERS = {
     compat.AbstractMesh: lambda enc, v, path: pb.Value(mesh=values.encode_mesh(v, path)),
     compat.Mesh: lambda enc, v, path: pb.Value(mesh=values.encode_mesh(v, path)),
     compat.PartitionSpec: lambda enc, v, path: pb.Value(
-        partition_spec=values.encode_spec(v, path, enc.features)),
+        partition_spec=values.encode_spec(v, path, enc.state.features)),
     compat.NamedSharding: lambda enc, v, path: pb.Value(
-        named_sharding=values.encode_named_sharding(v, path, enc.features)),
+        named_sharding=values.encode_named_sharding(v, path, enc.state.features)),
     jax.tree_util.PyTreeDef: lambda enc, v, path: pb.Value(treedef=pytrees.encode_treedef(v, enc.value, path)),
 }
 

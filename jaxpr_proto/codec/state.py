@@ -1,0 +1,130 @@
+"""What one encoding or decoding keeps, in one object per direction (as jax's
+`_SerializedUniques` does for jax.export): the Module, the interned or
+decoded entries of each of its tables, and where the walk is."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+from typing import Callable
+
+from jaxpr_proto.errors import DecodeError
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+# Nesting of sub-jaxprs the decoder accepts, far above what real programs use.
+MAX_DEPTH = 100
+
+
+@dataclasses.dataclass(eq=False)
+class EncodeState:
+  """The Module being written, and for each of its tables the index of each
+  key interned so far."""
+  module: pb.Module
+  debug_info: bool = True
+  interned: dict[str, dict] = dataclasses.field(default_factory=lambda: collections.defaultdict(dict))
+  keep: list = dataclasses.field(default_factory=list)  # interned objects, so their ids stay unique
+  namespaces: set[str] = dataclasses.field(default_factory=set)  # of the primitives used
+  features: set[str] = dataclasses.field(default_factory=set)  # Module.required_features
+  rule_depth: int = 0  # custom_jvp rules being encoded inside one another
+  symbolic_scope: object = None  # of the symbolic dims, which must share one
+
+  def intern(self, table: str, key, make: Callable[[], object], keep=None) -> int:
+    """The index in Module.<table> of `key`, appending `make()` the first
+    time (after whatever `make` itself appends). `keep` is held for the
+    encoding's lifetime when the key is its id."""
+    seen = self.interned[table]
+    i = seen.get(key)
+    if i is None:
+      msg = make()
+      i = seen[key] = len(getattr(self.module, table))
+      getattr(self.module, table).append(msg)
+      if keep is not None:
+        self.keep.append(keep)
+    return i
+
+  def reserve(self, table: str, key, keep=None) -> tuple[int, object | None]:
+    """(index, new entry) for a table entry that may refer to itself while it
+    is written (jaxprs: their params refer to sub-jaxprs); the entry is None
+    when `key` was interned before."""
+    seen = self.interned[table]
+    i = seen.get(key)
+    if i is not None:
+      return i, None
+    i = seen[key] = len(getattr(self.module, table))
+    if keep is not None:
+      self.keep.append(keep)
+    return i, getattr(self.module, table).add()
+
+  @contextlib.contextmanager
+  def inside_rule(self):
+    self.rule_depth += 1
+    try:
+      yield
+    finally:
+      self.rule_depth -= 1
+
+
+_IN_PROGRESS = object()
+
+
+@dataclasses.dataclass(eq=False)
+class DecodeState:
+  """The Module being read, the object decoded from each table entry so far,
+  and where the decoder is (for error paths and the nesting bound)."""
+  module: pb.Module
+  decoded: dict[str, dict] = dataclasses.field(default_factory=lambda: collections.defaultdict(dict))
+  jaxpr_paths: dict[int, str] = dataclasses.field(default_factory=dict)  # of each decoded jaxpr
+  where: str = ""  # the eqn being decoded, for errors found outside the checks
+  depth: int = 0  # jaxprs being decoded inside one another
+  symbolic_scope: object = None
+
+  def entry(self, table: str, i: int, name: str, path: str):
+    """Module.<table>[i], or a DecodeError naming the bad index."""
+    entries = getattr(self.module, table)
+    if not 0 <= i < len(entries):
+      raise DecodeError(f"{name} index {i} is out of range (table has {len(entries)})", path or "root")
+    return entries[i]
+
+  def begin(self, table: str, i: int, name: str, path: str):
+    """The object decoded from Module.<table>[i], or None when it is still
+    to be made: then the entry is marked as being made, until `end` or
+    `abort`, and an entry that reaches itself meanwhile is refused."""
+    done = self.decoded[table]
+    x = done.get(i)
+    if x is _IN_PROGRESS:
+      raise DecodeError(f"{name} {i} refers to itself", path)
+    if x is None:
+      done[i] = _IN_PROGRESS
+    return x
+
+  def end(self, table: str, i: int, x):
+    self.decoded[table][i] = x
+    return x
+
+  def abort(self, table: str, i: int) -> None:
+    del self.decoded[table][i]
+
+  def get(self, table: str, i: int, name: str, path: str, make: Callable[[], object]):
+    """The object of Module.<table>[i], made once by `make()`."""
+    x = self.begin(table, i, name, path)
+    if x is None:
+      try:
+        x = make()
+      except BaseException:
+        self.abort(table, i)
+        raise
+      self.end(table, i, x)
+    return x
+
+  @contextlib.contextmanager
+  def nested(self, path: str):
+    """One jaxpr deeper, within MAX_DEPTH; `where` is restored after."""
+    if self.depth >= MAX_DEPTH:
+      raise DecodeError(f"sub-jaxprs nested deeper than {MAX_DEPTH}", path)
+    self.depth += 1
+    outer = self.where
+    try:
+      yield
+    finally:
+      self.depth -= 1
+    self.where = outer
