@@ -5,9 +5,7 @@ from jaxpr_proto.errors import (CheckError, DecodeError, EncodeError, Error, Int
                                 PrimitiveVersionError, UnknownPrimitiveError,
                                 UnsupportedJaxError, VersionError)
 from jaxpr_proto.api import check, decode, dumps, encode, load, loads, parse, save
-from jaxpr_proto.codec.names import register_primitive
-from jaxpr_proto.codec.pytrees import register_pytree_node
-from jaxpr_proto.codec.values import register_param_type
+from jaxpr_proto.codec.names import register_param_type, register_primitive, register_pytree_node
 from jaxpr_proto.v1 import jaxpr_pb2 as proto
 from jaxpr_proto.function import Function, trace
 from jaxpr_proto import pickling as _pickling, stages

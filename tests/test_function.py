@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import jaxpr_proto as jp
-from jaxpr_proto.codec import pytrees
+from jaxpr_proto.codec import names
 from tests import corpus
 from tests.test_roundtrip import UNSUPPORTED
 
@@ -255,7 +255,7 @@ def test_registered_dataclass():
     assert_tree_close(g(lin, jnp.ones(2)), fn(lin, jnp.ones(2)))
     assert_tree_close(jax.grad(lambda m: g(m, jnp.ones(2)).sum())(lin).w, jnp.ones((2, 3)))
   finally:
-    del pytrees.PYTREE_TYPES["tests::Linear"], pytrees._PYTREE_NAMES[Linear]
+    names.PYTREE_NODES.remove("tests::Linear")
   with pytest.raises(jp.DecodeError, match="tests::Linear"):
     jp.loads(data)
 
@@ -314,21 +314,20 @@ def test_known_libraries_preregistered():
     f = jp.trace(lambda s, n: (s.mu * n.x, n))(FakeAdamState(jnp.ones(()), jnp.ones(2)),
                                                 FakeNode(jnp.ones(2), 3))
     g = jp.loads(jp.dumps(f))  # registered lazily, at the first need
-    assert pytrees._PYTREE_NAMES[FakeAdamState] == "optax::ScaleByFakeAdamState"
-    assert pytrees._PYTREE_NAMES[FakeNode] == "optax::FakeNode"
-    assert NotANode not in pytrees._PYTREE_NAMES
+    assert names.PYTREE_NODES.name(FakeAdamState) == "optax::ScaleByFakeAdamState"
+    assert names.PYTREE_NODES.name(FakeNode) == "optax::FakeNode"
+    assert names.PYTREE_NODES.name(NotANode) is None
     out = g(FakeAdamState(jnp.ones(()), jnp.full(2, 2.0)), FakeNode(jnp.ones(2), 3))
     assert isinstance(out[1], FakeNode) and out[1].n == 3
     assert_tree_close(out[0], jnp.full(2, 2.0))
   finally:
     del sys.modules["optax"]
     for name in ("optax::ScaleByFakeAdamState", "optax::FakeNode"):
-      cls = pytrees.PYTREE_TYPES.pop(name, None)
-      pytrees._PYTREE_NAMES.pop(cls, None)
-    pytrees._scanned.discard("optax")
+      names.PYTREE_NODES.remove(name)
+    names._seen.discard("optax")  # scanned again when the real optax comes
   for mod in ("flax", "equinox", "optax"):
     if mod not in sys.modules:
-      pytrees.preregister_known_libraries()
+      names.refresh()
       assert mod not in sys.modules
 
 
@@ -336,8 +335,8 @@ def test_known_libraries_preregistered():
 def test_real_library_node_types(lib):
   """The real libraries (test dependencies): their node types are pre-registered."""
   mod = pytest.importorskip(lib)
-  pytrees.preregister_known_libraries()
-  assert [n for n in pytrees.PYTREE_TYPES if n.startswith(lib + "::")]
+  names.refresh()
+  assert [n for n in names.PYTREE_NODES.names() if n.startswith(lib + "::")]
   if lib == "optax":
     opt = mod.adam(1e-2)
     params = {"w": jnp.ones((3, 2))}
@@ -368,7 +367,7 @@ def test_real_library_node_types(lib):
 
 for _cls, _name in ((corpus.Linear, "tests.corpus::Linear"),
                     (corpus.MLPModule, "tests.corpus::MLPModule")):
-  if _name not in pytrees.PYTREE_TYPES:
+  if _name not in names.PYTREE_NODES:
     jp.register_pytree_node(_cls, _name)
 
 RUN = ["mlp_train_step", "user_custom_vjp", "scan_variants", "while_loop_newton"]

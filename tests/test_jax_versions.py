@@ -153,14 +153,14 @@ def test_cli_under_unsupported_jax_prints_one_line():
 
 @pytest.mark.skipif(not hasattr(jax.sharding, "UnreducedKind"), reason="JAX < 0.11")
 def test_partition_spec_unreduced_kind_round_trips():
-  from jaxpr_proto.codec import values
+  from jaxpr_proto.codec import sharding
   P = jax.sharding.PartitionSpec
   for kind in jax.sharding.UnreducedKind:
     spec = P(None, "y", unreduced={"x"}, unreduced_kind=kind)
     features = set()
-    msg = values.encode_spec(spec, "p", features)
+    msg = sharding.encode_spec(spec, "p", features)
     # sum, the default, is written as nothing: JAX 0.10 reads it as it is
     assert msg.unreduced_kind == ("" if kind.name == "sum" else kind.name)
     assert features == (set() if kind.name == "sum" else {"unreduced_kind"})
-    back = values.decode_spec(msg, "p")
+    back = sharding.decode_spec(msg, "p")
     assert back == spec and back.unreduced_kind == kind

@@ -10,19 +10,13 @@ from __future__ import annotations
 import contextlib
 from typing import Callable
 
-import numpy as np
-
 import jax
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import tracebacks
-from jaxpr_proto.codec import custom_rules
-from jaxpr_proto.codec import param_codecs
-from jaxpr_proto.codec import pytrees
-from jaxpr_proto.compat import standins, upgrade
-from jaxpr_proto.codec import values
-from jaxpr_proto.codec.dtypes import decode_dtype, jnp_scalar_type
 from jaxpr_proto._version import __version__
+from jaxpr_proto.codec import custom_rules, effects, param_codecs, pytrees, sharding, tracebacks, values
+from jaxpr_proto.codec.dtypes import decode_dtype
+from jaxpr_proto.compat import standins, upgrade
 from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVersionError,
                                 UnknownPrimitiveError, VersionError)
 from jaxpr_proto.codec.names import REGISTRY
@@ -33,9 +27,6 @@ from jaxpr_proto.wire.versions import check_version
 _MS = {pb.MEMORY_SPACE_DEVICE_UNSPECIFIED: compat.MemorySpace.Device,
        pb.MEMORY_SPACE_HOST: compat.MemorySpace.Host,
        pb.MEMORY_SPACE_ANY: compat.MemorySpace.Any}
-_K = pb.ArrayKind
-# A float0 array carries no bytes, so its size is not bounded by the file's.
-_MAX_FLOAT0_ELEMENTS = 1 << 24
 
 
 class Decoder:
@@ -166,7 +157,7 @@ class Decoder:
     ctx = self.state.decoded["contexts"].get(i)
     if ctx is None:
       msg = self.state.entry("contexts", i, "context", path)
-      mesh = values.decode_mesh(msg.cur_abstract_mesh, path + ".context")
+      mesh = sharding.decode_mesh(msg.cur_abstract_mesh, path + ".context")
       xla_metadata = None
       if msg.HasField("xla_metadata"):
         md = self.value(msg.xla_metadata, path + ".context.xla_metadata")
@@ -239,7 +230,7 @@ class Decoder:
         params = self.upgrader.params(prim.name, params, where)
       else:
         standins.refuse_stand_ins(prim.name, params, where, "")
-      effs = self.effects(e.effects, env, f"{where}.effects")
+      effs = effects.decode_effects(e.effects, env, f"{where}.effects")
       si = self.source_info(e.traceback, e.name_stack, where)
       ctx = self.context(e.context, where)
       outs = []
@@ -255,7 +246,7 @@ class Decoder:
         prim, params = self.upgrader.expand(prim.name, ins, outs, params, where)
       eqns.append(compat.eqn(ins, outs, prim, params, effs, si, ctx))
     outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
-    effs = self.effects(msg.effects, env, f"{prefix}effects")
+    effs = effects.decode_effects(msg.effects, env, f"{prefix}effects")
     debug = self.debug_info(msg.debug_info) if msg.HasField("debug_info") else None
     if debug is None:
       debug = compat.DebugInfo("jaxpr_proto", None, tuple([None] * len(invars)), None)
@@ -263,26 +254,6 @@ class Decoder:
       return compat.Jaxpr(constvars, invars, outvars, eqns, effs, debug, msg.is_high)
     except Exception as e:
       raise DecodeError(f"invalid jaxpr: {e}", path) from None
-
-  def effects(self, msgs, env, path):
-    out = set()
-    for k, m in enumerate(msgs):
-      if m.name == "jax::named_axis":
-        if not m.axis_name:
-          raise DecodeError("named_axis effect needs an axis name", f"{path}[{k}]")
-        out.add(compat.named_axis_effect(m.axis_name))
-        continue
-      eff = values.EFFECTS.get(m.name)
-      if eff is not None:
-        out.add(eff)
-        continue
-      cls = values.INPUT_EFFECTS.get(m.name)
-      if cls is None:
-        raise DecodeError(f"unknown effect {m.name!r}", f"{path}[{k}]")
-      if not m.HasField("input_var") or m.input_var not in env:
-        raise DecodeError(f"effect {m.name} refers to an undefined variable", f"{path}[{k}]")
-      out.add(cls(env[m.input_var]))
-    return out
 
   def debug_info(self, msg: pb.DebugInfo, func_name: str | None = None):
     def strings(o):
@@ -320,7 +291,7 @@ class Decoder:
       raise DecodeError(f"unknown memory space {msg.memory_space}", path) from None
     kw = {}
     if msg.HasField("sharding"):
-      kw["sharding"] = values.decode_named_sharding(msg.sharding, path + ".sharding")
+      kw["sharding"] = sharding.decode_named_sharding(msg.sharding, path + ".sharding")
     if msg.varying or msg.unreduced or msg.reduced:
       kw["manual_axis_type"] = compat.ManualAxisType(
           varying=frozenset(msg.varying), unreduced=frozenset(msg.unreduced),
@@ -363,161 +334,8 @@ class Decoder:
   def treedef(self, msg: pb.TreeDef, path):
     return pytrees.decode_treedef(msg, self.value, path)
 
-  def value(self, msg: pb.Value, path: str):
-    kind = msg.WhichOneof("kind")
-    dec = _VALUE_DECODERS.get(kind)
-    if dec is None:
-      raise DecodeError("empty value" if kind is None else f"unknown value kind {kind}", path)
-    return dec(self, getattr(msg, kind), path)
-
-
-def _array(dec, msg: pb.Array, path):
-  if msg.dtype == pb.DTYPE_FLOAT0 and values._num_elements(msg.shape, path) > _MAX_FLOAT0_ELEMENTS:
-    raise DecodeError(f"float0 array of shape {list(msg.shape)} is too large", path)
-  x = values.decode_array_np(msg, path)
-  kind = msg.kind
-  typed = _TYPED_SCALARS.get(kind)
-  if typed is not None:
-    value, dtype = x
-    cls, py = typed
-    return cls(py(value), dtype)
-  if msg.dtype == pb.DTYPE_KEY:
-    if kind != _K.ARRAY_KIND_JAX:
-      raise DecodeError("key arrays must be jax arrays", path)
-    return compat.wrap_key_data(x, msg.key_impl)
-  if kind == _K.ARRAY_KIND_NUMPY_UNSPECIFIED:
-    return x.copy()
-  if kind == _K.ARRAY_KIND_JAX:
-    return jax.numpy.asarray(x)
-  if kind == _K.ARRAY_KIND_NUMPY_SCALAR:
-    if x.shape != ():
-      raise DecodeError("a numpy scalar must have shape ()", path)
-    return x[()]
-  if kind == _K.ARRAY_KIND_TYPED_NDARRAY:
-    return compat.typed_ndarray(x.copy())
-  raise DecodeError(f"unknown array kind {kind}", path)
-
-
-_TYPED_SCALARS = {_K.ARRAY_KIND_TYPED_INT: (compat.TypedInt, int),
-                  _K.ARRAY_KIND_TYPED_FLOAT: (compat.TypedFloat, float),
-                  _K.ARRAY_KIND_TYPED_COMPLEX: (compat.TypedComplex, complex)}
-
-
-def _enum(dec, msg: pb.EnumValue, path):
-  cls = values.ENUM_TYPES.get(msg.type)
-  if cls is None:  # a type that moved in another JAX release?
-    cls = values.ENUM_TYPES.get(upgrade.type_alias(msg.type))
-  if cls is None and msg.type in upgrade.FOREIGN_ENUMS:  # a newer JAX's: for the upgraders
-    return standins.EnumStandIn(msg.type, msg.member)
-  if cls is None:
-    raise DecodeError(f"enum type {msg.type!r} is not allow-listed", path)
-  try:
-    return cls[msg.member]
-  except KeyError:
-    raise DecodeError(f"{msg.type} has no member {msg.member!r}", path) from None
-
-
-def _record(dec, msg: pb.Record, path):
-  cls = values.RECORD_TYPES.get(msg.type)
-  if cls is None:  # a type that moved in another JAX release?
-    cls = values.RECORD_TYPES.get(upgrade.type_alias(msg.type))
-  build = None if cls is not None else upgrade.foreign_record(msg.type)
-  if cls is None and build is None:
-    raise DecodeError(f"record type {msg.type!r} is not allow-listed", path)
-  fields = {}
-  for f in msg.fields:
-    if f.name in fields:
-      raise DecodeError(f"field {f.name!r} given twice", path)
-    fields[f.name] = dec.value(f.value, f"{path}.{f.name}")
-  if build is not None:
-    try:
-      return build(fields)
-    except Exception as e:
-      raise DecodeError(f"cannot build {msg.type}: {type(e).__name__}: {e}", path) from None
-  return values.make_record(cls, fields, path)
-
-
-def _singleton(dec, name, path):
-  try:
-    return values.SINGLETONS[name]
-  except KeyError:
-    raise DecodeError(f"unknown singleton {name!r}", path) from None
-
-
-def _seq(make):
-  def f(dec, msg, path):
-    return make(dec.value(x, f"{path}[{i}]") for i, x in enumerate(msg.items))
-  return f
-
-
-def _dict(dec, msg, path):
-  out = {}
-  for e in msg.entries:
-    k = dec.value(e.key, f"{path}.key")
-    try:
-      out[k] = dec.value(e.value, f"{path}[{k!r}]")
-    except TypeError:
-      raise DecodeError(f"unhashable dict key {k!r}", path) from None
-  return out
-
-
-def _frozenset(dec, msg, path):
-  try:
-    return frozenset(dec.value(x, f"{path}[{i}]") for i, x in enumerate(msg.items))
-  except TypeError:
-    raise DecodeError("unhashable frozenset item", path) from None
-
-
-def _big_int(dec, s, path):
-  if not s.lstrip("-").isdigit() or len(s) > 4000:
-    raise DecodeError(f"bad big int {s[:40]!r}", path)
-  return int(s)
-
-
-def _primitive(dec, msg, path):
-  return dec.primitive(msg.index, path)
-
-
-def _dtype(dec, msg, path):
-  dtype = decode_dtype(msg.dtype, msg.key_impl, path)
-  if msg.jnp_scalar_type:
-    t = jnp_scalar_type(dtype) if msg.dtype != pb.DTYPE_KEY else None
-    if t is None:
-      raise DecodeError(f"no jax.numpy scalar type for {dtype}", path)
-    return t
-  return dtype
-
-
-_VALUE_DECODERS = {
-    "none": lambda dec, m, path: None,
-    "bool": lambda dec, m, path: m,
-    "int": lambda dec, m, path: m,
-    "float": lambda dec, m, path: m,
-    "complex": lambda dec, m, path: complex(m.real, m.imag),
-    "str": lambda dec, m, path: m,
-    "bytes": lambda dec, m, path: m,
-    "dtype": _dtype,
-    "array": _array,
-    "tuple": _seq(tuple),
-    "list": _seq(list),
-    "dict": _dict,
-    "frozenset": _frozenset,
-    "jaxpr": lambda dec, m, path: dec.jaxpr(m, path),
-    "closed_jaxpr": lambda dec, m, path: dec.closed_jaxpr(m, path),
-    "enum": _enum,
-    "record": _record,
-    "treedef": lambda dec, m, path: dec.treedef(m, path),
-    "mesh": lambda dec, m, path: values.decode_mesh(m, path),
-    "partition_spec": lambda dec, m, path: values.decode_spec(m, path),
-    "named_sharding": lambda dec, m, path: values.decode_named_sharding(m, path),
-    "primitive": _primitive,
-    "rule": lambda dec, m, path: dec.rule(m, path),
-    "aval": lambda dec, m, path: dec.aval(m, path),
-    "big_int": _big_int,
-    "extension": lambda dec, m, path: param_codecs.decode_extension(dec, m, path),
-    "singleton": _singleton,
-    "symbolic_dim": lambda dec, m, path: dec.symbolic_dim(m, path),
-}
+  # The generic value codec, as a method (no extra frame: values nest sub-jaxprs).
+  value = values.decode
 
 
 @contextlib.contextmanager

@@ -8,30 +8,23 @@ per-primitive param codecs (`param_codecs`) or else the generic value codec
 """
 from __future__ import annotations
 
-import enum
-
 import jax
 import numpy as np
 
-from jaxpr_proto._version import __version__
 from jaxpr_proto import compat
-from jaxpr_proto.codec import tracebacks
-from jaxpr_proto.codec import param_codecs
-from jaxpr_proto.codec import pytrees
-from jaxpr_proto.codec import values
-from jaxpr_proto.codec import dtypes
+from jaxpr_proto._version import __version__
+from jaxpr_proto.codec import effects, param_codecs, sharding, tracebacks, values
 from jaxpr_proto.codec.dtypes import encode_dtype
-from jaxpr_proto.compat.change import same_value
-from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.codec.names import REGISTRY
 from jaxpr_proto.codec.state import EncodeState
+from jaxpr_proto.compat.change import same_value
+from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire.versions import stamp
 
 _MS = {compat.MemorySpace.Device: pb.MEMORY_SPACE_DEVICE_UNSPECIFIED,
        compat.MemorySpace.Host: pb.MEMORY_SPACE_HOST,
        compat.MemorySpace.Any: pb.MEMORY_SPACE_ANY}
-_K = pb.ArrayKind
 
 
 class Encoder:
@@ -91,7 +84,7 @@ class Encoder:
                         remove_size_one_mesh_axis=ctx.remove_size_one_mesh_axis)
     if ctx.compute_type is not None:
       msg.compute_type = ctx.compute_type
-    msg.cur_abstract_mesh.CopyFrom(values.encode_mesh(ctx.cur_abstract_mesh, "ctx"))
+    msg.cur_abstract_mesh.CopyFrom(sharding.encode_mesh(ctx.cur_abstract_mesh, "ctx"))
     if ctx.xla_metadata is not None:
       msg.xla_metadata.CopyFrom(self.value(dict(ctx.xla_metadata), "ctx.xla_metadata"))
     for name, unset in compat.CONTEXT_FIELDS.items():
@@ -168,7 +161,7 @@ class Encoder:
       out.primitive = self.primitive(e.primitive, where)
       out.invars.extend(atom(x, f"{where}.invars[{j}]") for j, x in enumerate(e.invars))
       out.params.extend(param_codecs.encode_params(self, e, where))
-      out.effects.extend(self.effect(eff, ids, f"{where}.effects") for eff in _sorted_effects(e.effects, ids))
+      out.effects.extend(effects.encode_effect(eff, ids, f"{where}.effects") for eff in effects.sorted_effects(e.effects, ids))
       si = e.source_info
       out.traceback = self._intern_traceback(si.traceback)
       out.name_stack = self._intern_name_stack(si.name_stack)
@@ -179,7 +172,7 @@ class Encoder:
         else:
           out.outvars.add(var=define(v, f"{where}.outvars[{j}]"))
     msg.outvars.extend(atom(x, f"{path}.outvars[{k}]") for k, x in enumerate(jaxpr.outvars))
-    msg.effects.extend(self.effect(eff, ids, f"{path}.effects") for eff in _sorted_effects(jaxpr.effects, ids))
+    msg.effects.extend(effects.encode_effect(eff, ids, f"{path}.effects") for eff in effects.sorted_effects(jaxpr.effects, ids))
     if jaxpr.debug_info is not None and self.state.debug_info:
       msg.debug_info.CopyFrom(self.debug_info_msg(jaxpr.debug_info))
     if getattr(jaxpr, "is_high", False):
@@ -194,24 +187,6 @@ class Encoder:
       paths = paths()
     if isinstance(paths, tuple):
       out.result_paths.CopyFrom(_optional_strings(paths))
-    return out
-
-  def effect(self, eff, ids, path) -> pb.Effect:
-    name, var = values.effect_name(eff)
-    if name is None:
-      raise EncodeError(f"unsupported effect {eff!r} ({type(eff).__qualname__})", path)
-    out = pb.Effect(name=name)
-    if name == "jax::named_axis":
-      if not isinstance(eff.name, str):
-        raise EncodeError(f"axis name {eff.name!r} is not a str", path)
-      out.axis_name = eff.name
-    if var is not None:
-      if isinstance(var, int):
-        raise EncodeError(f"effect {eff!r} refers to an input by position", path)
-      try:
-        out.input_var = ids[var]
-      except KeyError:
-        raise EncodeError(f"effect {eff!r} refers to an unknown variable", path) from None
     return out
 
   # --- avals --------------------------------------------------------------
@@ -236,7 +211,7 @@ class Encoder:
         out.shape.add(symbolic=self.symbolic_dim(d, path))
     default = compat.ShapedArray(a.shape, a.dtype, a.weak_type)
     if a.sharding != default.sharding:
-      out.sharding.CopyFrom(values.encode_named_sharding(a.sharding, path, self.state.features))
+      out.sharding.CopyFrom(sharding.encode_named_sharding(a.sharding, path, self.state.features))
     mat = compat.manual_axis_type(a)
     out.varying.extend(sorted(mat.varying))
     out.unreduced.extend(sorted(mat.unreduced))
@@ -255,31 +230,8 @@ class Encoder:
     return str(d)
 
   # --- values -------------------------------------------------------------
-  def value(self, v, path: str) -> pb.Value:
-    name = values.singleton_name(v)
-    if name is not None:
-      return pb.Value(singleton=name)
-    enc = _VALUE_ENCODERS.get(type(v))
-    if enc is not None:
-      return enc(self, v, path)
-    for pred, enc in _FAMILY_ENCODERS:
-      if pred(v):
-        return enc(self, v, path)
-    raise EncodeError(
-        f"cannot encode a value of type {type(v).__module__}.{type(v).__qualname__}"
-        f" ({_short_repr(v)}); it is not on the allow-list of param types", path)
-
-
-def _short_repr(v):
-  r = repr(v)
-  return r if len(r) < 80 else r[:77] + "..."
-
-
-def _sorted_effects(effs, ids):
-  def key(e):
-    name, var = values.effect_name(e)
-    return (name or "", ids.get(var, -1) if var is not None else -1, repr(e))
-  return sorted(effs, key=key)
+  # The generic value codec, as a method (no extra frame: values nest sub-jaxprs).
+  value = values.encode
 
 
 def _optional_strings(xs) -> pb.OptionalStrings:
@@ -291,132 +243,6 @@ def _optional_strings(xs) -> pb.OptionalStrings:
     else:
       out.values.append(str(x))
   return out
-
-
-# --- the generic value codec: exact types first, then families -------------
-
-def _int(enc, v, path):
-  if -(1 << 63) <= v < (1 << 63):
-    return pb.Value(int=v)
-  return pb.Value(big_int=str(int(v)))
-
-
-def _seq(field):
-  def f(enc, v, path):
-    out = pb.Value()
-    lst = getattr(out, field)
-    lst.SetInParent()
-    for i, x in enumerate(v):
-      lst.items.append(enc.value(x, f"{path}[{i}]"))
-    return out
-  return f
-
-
-def _dict(enc, v, path):
-  out = pb.Value()
-  out.dict.SetInParent()
-  for k, x in v.items():
-    out.dict.entries.add(key=enc.value(k, f"{path}.key"), value=enc.value(x, f"{path}[{k!r}]"))
-  return out
-
-
-def _frozenset(enc, v, path):
-  try:
-    items = sorted(v)
-  except TypeError:
-    items = sorted(v, key=repr)
-  return _seq("frozenset")(enc, items, path)
-
-
-def _array(kind):
-  return lambda enc, v, path: pb.Value(array=values.encode_array(v, kind, path))
-
-
-def _dtype(enc, v, path):
-  d, impl = encode_dtype(v, path)
-  return pb.Value(dtype=pb.DtypeValue(dtype=d, key_impl=impl))
-
-
-def _jnp_scalar_type(enc, v, path):
-  out = _dtype(enc, v.dtype, path)
-  if dtypes.jnp_scalar_type(v.dtype) is not v:
-    raise EncodeError(f"unsupported scalar type {v!r}", path)
-  out.dtype.jnp_scalar_type = True
-  return out
-
-
-def _enum(enc, v, path):
-  name = values.enum_name(type(v))
-  if name is None:
-    raise EncodeError(f"enum type {type(v).__module__}.{type(v).__qualname__} is not allow-listed", path)
-  return pb.Value(enum=pb.EnumValue(type=name, member=v.name))
-
-
-def _record(enc, v, path):
-  name = values.record_name(type(v))
-  if name is None:
-    raise EncodeError(f"type {type(v).__module__}.{type(v).__qualname__} is not allow-listed", path)
-  return _named_record(enc, name, dict(values.record_fields(v)), path)
-
-
-def _named_record(enc, name, fields, path):
-  out = pb.Value(record=pb.Record(type=name))
-  for f, x in fields.items():
-    out.record.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))
-  return out
-
-
-def _is_record(v):
-  return values.record_name(type(v)) is not None
-
-
-_VALUE_ENCODERS = {
-    type(None): lambda enc, v, path: pb.Value(none=pb.NoneValue()),
-    bool: lambda enc, v, path: pb.Value(bool=v),
-    int: _int,
-    float: lambda enc, v, path: pb.Value(float=v),
-    complex: lambda enc, v, path: pb.Value(complex=pb.Complex(real=v.real, imag=v.imag)),
-    str: lambda enc, v, path: pb.Value(str=v),
-    bytes: lambda enc, v, path: pb.Value(bytes=v),
-    tuple: _seq("tuple"),
-    list: _seq("list"),
-    dict: _dict,
-    frozenset: _frozenset,
-    set: _frozenset,
-    np.ndarray: _array(_K.ARRAY_KIND_NUMPY_UNSPECIFIED),
-    compat.TypedNdArray: _array(_K.ARRAY_KIND_TYPED_NDARRAY),
-    compat.TypedInt: _array(_K.ARRAY_KIND_TYPED_INT),
-    compat.TypedFloat: _array(_K.ARRAY_KIND_TYPED_FLOAT),
-    compat.TypedComplex: _array(_K.ARRAY_KIND_TYPED_COMPLEX),
-    compat.Jaxpr: lambda enc, v, path: pb.Value(jaxpr=enc.jaxpr(v, path)),
-    # After Jaxpr: from JAX 0.11 they are one class, and every jaxpr is closed.
-    compat.ClosedJaxpr: lambda enc, v, path: pb.Value(closed_jaxpr=enc.closed_jaxpr(v, path)),
-    compat.AbstractMesh: lambda enc, v, path: pb.Value(mesh=values.encode_mesh(v, path)),
-    compat.Mesh: lambda enc, v, path: pb.Value(mesh=values.encode_mesh(v, path)),
-    compat.PartitionSpec: lambda enc, v, path: pb.Value(
-        partition_spec=values.encode_spec(v, path, enc.state.features)),
-    compat.NamedSharding: lambda enc, v, path: pb.Value(
-        named_sharding=values.encode_named_sharding(v, path, enc.state.features)),
-    jax.tree_util.PyTreeDef: lambda enc, v, path: pb.Value(treedef=pytrees.encode_treedef(v, enc.value, path)),
-}
-
-# Families, tried in order when the exact type is not in the table.
-_FAMILY_ENCODERS = [
-    (lambda v: isinstance(v, np.dtype) or compat.is_key_dtype(v), _dtype),
-    (lambda v: isinstance(v, type) and issubclass(v, np.generic), lambda enc, v, path: _dtype(enc, np.dtype(v), path)),
-    # jnp.float32 and friends: scalar types that stand for their dtype.
-    (lambda v: isinstance(v, type) and isinstance(getattr(v, "dtype", None), np.dtype),
-     lambda enc, v, path: _jnp_scalar_type(enc, v, path)),
-    (lambda v: isinstance(v, np.generic), _array(_K.ARRAY_KIND_NUMPY_SCALAR)),
-    (lambda v: isinstance(v, jax.Array), _array(_K.ARRAY_KIND_JAX)),
-    (lambda v: isinstance(v, compat.Primitive), lambda enc, v, path: pb.Value(primitive=pb.PrimitiveRef(index=enc.primitive(v, path)))),
-    (lambda v: isinstance(v, (compat.ShapedArray, compat.AbstractToken)), lambda enc, v, path: pb.Value(aval=enc.aval(v, path))),
-    (lambda v: compat.is_symbolic_dim(v), lambda enc, v, path: pb.Value(symbolic_dim=enc.symbolic_dim(v, path))),
-    (lambda v: isinstance(v, enum.Enum), _enum),
-    (_is_record, _record),
-    (lambda v: compat.policy_record(v) is not None, lambda enc, v, path: _named_record(enc, *compat.policy_record(v), path)),
-    (lambda v: param_codecs.extension_for(v) is not None, lambda enc, v, path: pb.Value(extension=param_codecs.encode_extension(enc, v, path))),
-]
 
 
 def encode(closed_jaxpr, *, debug_info: bool = True) -> pb.Module:

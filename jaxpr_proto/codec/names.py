@@ -1,33 +1,142 @@
-"""The primitive registry: `namespace::name` <-> Primitive object.
+"""The one registry of names: everything a file may name, and what each name
+stands for in this process.
 
-JAX's primitives are found by scanning the attributes of the already-imported
-modules of JAX and of a few known libraries (tracing creates no new Primitive
-objects, so this is enough); nothing is ever imported. Users add their own
-with `register_primitive`.
+* `PRIMITIVES` (`REGISTRY`): `namespace::name` <-> Primitive object;
+* `ENUMS`, `RECORDS`: the allow-listed param types (`jax::core.MemorySpace`);
+* `PYTREE_NODES`: pytree node classes (`optax::ScaleByAdamState`);
+* `SINGLETONS`: objects written by name (`jax::UNSPECIFIED`).
 
-Name collisions are resolved deterministically: primitives of core JAX take
-namespace "jax"; primitives defined in Pallas modules (whose `gather`,
-`scatter`, `swap` and `bitcast` clash with core ones) take a namespace named
-after their module, e.g. "jax.pallas.mosaic.sc_primitives". A collision
-left after that is an error, never silently resolved.
+All are filled the same way: from the modules that are already imported —
+JAX's own, and of the known libraries (flax, equinox, optax, numpyro) once
+the user imports them — and by the `register_*` functions. Nothing is ever
+imported here: when a lookup misses, the modules imported since the last
+look are scanned (`refresh`), and the lookup is tried again.
+
+Primitive name collisions are resolved deterministically: primitives of core
+JAX take namespace "jax"; primitives defined in Pallas modules (whose
+`gather`, `scatter`, `swap` and `bitcast` clash with core ones) take a
+namespace named after their module, e.g. "jax.pallas.mosaic.sc_primitives".
+A collision left after that is an error, never silently resolved.
 """
 from __future__ import annotations
 
+import dataclasses
+import enum
 import sys
 import threading
 
 from jaxpr_proto import compat
 from jaxpr_proto.errors import EncodeError, Error, UnknownPrimitiveError
 
+
+class RegistryError(Error):
+  """Two different objects claim the same name."""
+
+
+class NameTable:
+  """name <-> object, for one kind of thing a file names. Objects are keyed
+  by identity where `by_id` (primitives, singletons), else by equality."""
+
+  def __init__(self, what: str, *, by_id: bool = False, scan_on_miss: bool = True):
+    self.what, self._by_id, self._scan_on_miss = what, by_id, scan_on_miss
+    self._objects: dict = {}
+    self._names: dict = {}
+    self._keep: list = []  # keeps objects alive, so that their ids stay valid
+
+  def add(self, name, obj, *, replace: bool = False) -> None:
+    old = self._objects.get(name)
+    if old is not None and old is not obj and not replace:
+      raise RegistryError(f"{self.what} {_show(name)} is already registered to {old!r}")
+    self._objects[name] = obj
+    key = id(obj) if self._by_id else obj
+    self._names.setdefault(key, name) if not replace else self._names.__setitem__(key, name)
+    if self._by_id:
+      self._keep.append(obj)
+
+  def name(self, obj):
+    """The name of `obj`, or None."""
+    name = self._name(obj)
+    if name is None and self._scan_on_miss and refresh():
+      name = self._name(obj)
+    return name
+
+  def _name(self, obj):
+    try:
+      name = self._names.get(id(obj) if self._by_id else obj)
+    except TypeError:  # unhashable
+      return None
+    return name if name is None or not self._by_id or self._objects.get(name) is obj else None
+
+  def get(self, name):
+    """The object named `name`, or None."""
+    obj = self._objects.get(name)
+    if obj is None and self._scan_on_miss and refresh():
+      obj = self._objects.get(name)
+    return obj
+
+  def names(self) -> dict:
+    if self._scan_on_miss:
+      refresh()
+    return dict(self._objects)
+
+  def remove(self, name) -> None:
+    """Forgets a name (tests, and users undoing a registration)."""
+    obj = self._objects.pop(name, None)
+    if obj is not None:
+      key = id(obj) if self._by_id else obj
+      if self._names.get(key) == name:
+        del self._names[key]
+
+  def __contains__(self, name) -> bool:
+    return name in self._objects
+
+
+def _show(name) -> str:
+  return "::".join(name) if isinstance(name, tuple) else repr(name)
+
+
+PRIMITIVES = NameTable("primitive", by_id=True)
+ENUMS = NameTable("enum type", scan_on_miss=False)
+RECORDS = NameTable("record type", scan_on_miss=False)
+PYTREE_NODES = NameTable("pytree name")
+SINGLETONS = NameTable("singleton", by_id=True, scan_on_miss=False)
+
+
+# --- the scan ------------------------------------------------------------------
+
+_lock = threading.RLock()
+_seen: set[str] = set()  # modules scanned so far
+_seen_count = 0  # len(sys.modules) then: a cheap first test
+_scanning = False
+
+
+def refresh() -> bool:
+  """Scans the modules imported since the last call; True if there were any."""
+  global _scanning, _seen_count
+  if len(sys.modules) == _seen_count:
+    return False
+  with _lock:
+    if _scanning:
+      return False
+    _seen_count = len(sys.modules)
+    new = [m for m in list(sys.modules) if m not in _seen]
+    if not new:
+      return False
+    _scanning = True
+    try:
+      _seen.update(new)
+      _scan_primitives(new)
+      _scan_library_nodes(set(new))
+    finally:
+      _scanning = False
+    return True
+
+
 # Top-level packages whose primitives are registered automatically, and their
 # namespaces. JAX itself is special-cased for Pallas, see `_namespace_for`.
 KNOWN_PACKAGES = {"jax": "jax", "jaxlib": "jax", "equinox": "equinox",
                   "flax": "flax", "optax": "optax", "numpyro": "numpyro",
                   "oryx": "oryx"}
-
-
-class RegistryError(Error):
-  """Two different primitives claim the same `namespace::name`."""
 
 
 def _namespace_for(module_name: str) -> str | None:
@@ -38,69 +147,45 @@ def _namespace_for(module_name: str) -> str | None:
   return ns
 
 
-class Registry:
+def _scan_primitives(modules) -> None:
+  # Non-Pallas modules first, so that a primitive re-exported by a Pallas
+  # module keeps its core name; then shortest module name first.
+  known = sorted((m for m in modules if _namespace_for(m)),
+                 key=lambda m: (".pallas" in m, len(m), m))
+  for mname in known:
+    try:
+      attrs = list(vars(sys.modules.get(mname)).values())
+    except TypeError:
+      continue
+    ns = _namespace_for(mname)
+    for v in attrs:
+      if isinstance(v, compat.Primitive) and PRIMITIVES._name(v) is None:
+        _add_primitive(v, ns, v.name)
 
-  def __init__(self):
-    self._lock = threading.RLock()
-    self._by_name: dict[tuple[str, str], object] = {}
-    self._by_prim: dict[int, tuple[str, str]] = {}
-    self._keep: list = []     # keeps registered primitives alive (ids stay valid)
-    self._seen_modules: set[str] = set()
-    self._scanning = False
+
+def _add_primitive(prim, namespace: str, name: str) -> None:
+  key = (namespace, name)
+  old = PRIMITIVES._objects.get(key)
+  if old is not None and old is not prim:
+    raise RegistryError(f"primitive {namespace}::{name} is already registered to another "
+                        "Primitive object")
+  PRIMITIVES.add(key, prim)
+
+
+class Registry:
+  """The primitives' table, as the encoder, decoder and pickling use it."""
 
   def register(self, prim, namespace: str, name: str | None = None) -> None:
     if not isinstance(prim, compat.Primitive):
       raise TypeError(f"expected a jax Primitive, got {type(prim).__name__}")
     if not namespace or "::" in namespace:
       raise ValueError(f"bad namespace {namespace!r}")
-    key = (namespace, name or prim.name)
-    with self._lock:
-      if not self._scanning and self._needs_scan():
-        self._scan()  # the primitives already imported take their names first
-      old = self._by_name.get(key)
-      if old is not None and old is not prim:
-        raise RegistryError(
-            f"primitive {key[0]}::{key[1]} is already registered to another "
-            "Primitive object")
-      self._by_name[key] = prim
-      self._by_prim.setdefault(id(prim), key)
-      self._keep.append(prim)
-
-  def _scan(self) -> None:
-    """Registers the primitives of newly imported known modules."""
-    with self._lock:
-      self._scanning = True
-      try:
-        self._scan_new_modules()
-      finally:
-        self._scanning = False
-
-  def _scan_new_modules(self) -> None:
-    new = sorted(m for m in list(sys.modules)
-                 if m not in self._seen_modules and _namespace_for(m))
-    # Non-Pallas modules first, so that a primitive re-exported by a Pallas
-    # module keeps its core name; then shortest module name first.
-    new.sort(key=lambda m: (".pallas" in m, len(m), m))
-    for mname in new:
-      self._seen_modules.add(mname)
-      mod = sys.modules.get(mname)
-      try:
-        attrs = list(vars(mod).values())
-      except TypeError:
-        continue
-      ns = _namespace_for(mname)
-      for v in attrs:
-        if isinstance(v, compat.Primitive) and id(v) not in self._by_prim:
-          self.register(v, ns)
-
-  def _needs_scan(self) -> bool:
-    return len(self._seen_modules) < sum(1 for m in list(sys.modules) if _namespace_for(m))
+    with _lock:
+      refresh()  # the primitives already imported take their names first
+      _add_primitive(prim, namespace, name or prim.name)
 
   def name_of(self, prim, path: str = "") -> tuple[str, str]:
-    key = self._by_prim.get(id(prim))
-    if key is None and self._needs_scan():
-      self._scan()
-      key = self._by_prim.get(id(prim))
+    key = PRIMITIVES.name(prim)
     if key is None:
       raise EncodeError(
           f"primitive {prim.name!r} ({type(prim).__module__}."
@@ -109,10 +194,7 @@ class Registry:
     return key
 
   def lookup(self, namespace: str, name: str, path: str = ""):
-    prim = self._by_name.get((namespace, name))
-    if prim is None and self._needs_scan():
-      self._scan()
-      prim = self._by_name.get((namespace, name))
+    prim = PRIMITIVES.get((namespace, name))
     if prim is None:
       hint = ("import the JAX module that defines it (this JAX may be too old)"
               if namespace.startswith("jax") else
@@ -123,9 +205,7 @@ class Registry:
     return prim
 
   def all(self) -> dict[tuple[str, str], object]:
-    if self._needs_scan():
-      self._scan()
-    return dict(self._by_name)
+    return PRIMITIVES.names()
 
 
 REGISTRY = Registry()
@@ -134,3 +214,126 @@ REGISTRY = Registry()
 def register_primitive(prim, namespace: str, name: str | None = None) -> None:
   """Registers a user primitive as `namespace::name` (name defaults to prim.name)."""
   REGISTRY.register(prim, namespace, name)
+
+
+# --- param types: JAX's enums and records, and the user's ------------------------
+
+# Types that look like records but must not be built from file data.
+_NOT_RECORDS = {"PRNGImpl"}
+
+
+def is_record_type(cls) -> bool:
+  if cls.__name__ in _NOT_RECORDS:
+    return False
+  if isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
+    return True
+  return dataclasses.is_dataclass(cls) and isinstance(cls, type)
+
+
+def _scan_param_types() -> None:
+  for mname in compat.PARAM_TYPE_MODULES:
+    mod = sys.modules.get(mname)
+    if mod is None:
+      continue
+    short = mname.removeprefix(compat.PARAM_TYPE_PREFIX)
+    for attr, cls in sorted(vars(mod).items()):
+      if not isinstance(cls, type) or cls.__module__ != mname:
+        continue
+      name = f"jax::{short}.{cls.__qualname__}"
+      if issubclass(cls, enum.Enum):
+        ENUMS.add(name, cls, replace=True)
+      elif is_record_type(cls):
+        RECORDS.add(name, cls, replace=True)
+  for name, cls in compat.extra_enum_types().items():
+    ENUMS.add(name, cls, replace=True)
+
+
+def register_param_type(cls, name: str) -> None:
+  """Allow-lists a user enum, NamedTuple or dataclass for eqn params."""
+  if issubclass(cls, enum.Enum):
+    ENUMS.add(name, cls, replace=True)
+  elif is_record_type(cls):
+    RECORDS.add(name, cls, replace=True)
+  else:
+    raise TypeError(f"{cls} is neither an enum nor a NamedTuple/dataclass")
+
+
+# --- singletons -----------------------------------------------------------------
+
+for _name, _obj in {
+    "jax::UNSPECIFIED": compat.UNSPECIFIED,
+    "jax::UNCONSTRAINED": compat.UNCONSTRAINED,
+    "jax::empty_concrete_mesh": compat.mesh_lib.empty_concrete_mesh,
+    "jax::checkpoint_policies.everything_saveable": compat.checkpoint_policies.everything_saveable,
+    "jax::checkpoint_policies.nothing_saveable": compat.checkpoint_policies.nothing_saveable,
+    "jax::abstract_token": compat.abstract_token,
+}.items():
+  SINGLETONS.add(_name, _obj)
+
+
+# --- pytree node types: JAX's own, the known libraries', and the user's -----------
+
+def register_pytree_node(cls: type, name: str) -> None:
+  """Registers a pytree node class (already registered with JAX) by name."""
+  old = PYTREE_NODES._objects.get(name)
+  if old is not None and old is not cls:
+    raise ValueError(f"pytree name {name!r} is already registered to {old}")
+  PYTREE_NODES.add(name, cls)
+
+
+# Public modules of flax, equinox and optax whose node classes are registered
+# by name once the user imports them, in order (the first name found for a
+# class wins), and the prefix of the names they give.
+KNOWN_LIBRARY_MODULES = (
+    ("flax.core", "flax::core."),
+    ("flax.core.meta", "flax::core.meta."),
+    ("flax.struct", "flax::struct."),
+    ("flax.linen", "flax::linen."),
+    ("flax.nnx", "flax::nnx."),
+    ("flax.training.train_state", "flax::training.train_state."),
+    ("optax", "optax::"),
+    ("optax.contrib", "optax::contrib."),
+    ("optax.schedules", "optax::schedules."),
+    ("optax.transforms", "optax::transforms."),
+    ("optax.tree_utils", "optax::tree_utils."),
+    ("equinox", "equinox::"),
+    ("equinox.nn", "equinox::nn."),
+)
+# Sentinel objects these libraries put in pytree aux data, written by name.
+KNOWN_LIBRARY_SINGLETONS = (
+    ("equinox._module._flatten", "MISSING", "equinox::MISSING"),
+)
+
+
+def _is_namedtuple(cls) -> bool:
+  return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _scan_library_nodes(new: set[str]) -> None:
+  for mod_name, attr, name in KNOWN_LIBRARY_SINGLETONS:
+    obj = getattr(sys.modules.get(mod_name), attr, None) if mod_name in new else None
+    if obj is not None and name not in SINGLETONS:
+      SINGLETONS.add(name, obj)
+  nodes = compat.pytree_node_registry()
+  for mod_name, prefix in KNOWN_LIBRARY_MODULES:
+    mod = sys.modules.get(mod_name) if mod_name in new else None
+    if mod is None:
+      continue
+    top = mod_name.split(".", 1)[0]
+    try:
+      items = sorted(vars(mod).items())
+    except TypeError:
+      continue
+    for attr, obj in items:
+      if (not isinstance(obj, type) or attr.startswith("_")
+          or getattr(obj, "__module__", "").split(".", 1)[0] != top
+          or PYTREE_NODES._name(obj) is not None or f"{prefix}{attr}" in PYTREE_NODES):
+        continue
+      if _is_namedtuple(obj) or nodes is None or obj in nodes:
+        register_pytree_node(obj, f"{prefix}{attr}")
+
+
+_scan_param_types()
+for _name, _cls in compat.internal_pytree_types().items():
+  register_pytree_node(_cls, _name)
+refresh()

@@ -1,79 +1,30 @@
-"""The allow-lists of the generic value codec, and the codecs of plain data
-that need no module tables: arrays, meshes, partition specs, pytree structures.
+"""The generic value codec: eqn params, constants and literals as Value
+messages, encode and decode side by side for each kind of value.
 
-Decoding only ever constructs types found in these tables, which are built
-from JAX's own modules at import time; a name read from a file is looked up
+What can be written is an allow-list: exact Python types first (`_BY_TYPE`),
+then families of types (`_FAMILIES`), each with its encoder, then the
+`extensions`; enums and
+records only of the types in `names.ENUMS` / `names.RECORDS`, built from
+JAX's own modules at import time (and `register_param_type`). Decoding only ever
+constructs types found in these tables: a name read from a file is looked up
 here and nowhere else.
 """
 from __future__ import annotations
 
 import dataclasses
 import enum
-import math
-import sys
 
 import jax
 import numpy as np
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec.dtypes import SUB_BYTE_BITS, decode_dtype, encode_dtype
-from jaxpr_proto.errors import DecodeError, EncodeError, VersionError
+from jaxpr_proto.codec import arrays, extensions, names, pytrees, sharding
+from jaxpr_proto.codec.dtypes import decode_dtype, encode_dtype, jnp_scalar_type
+from jaxpr_proto.compat import standins, upgrade
+from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
-# Types that look like records but must not be built from file data.
-_NOT_RECORDS = {"PRNGImpl"}
-
-
-def _is_record_type(cls) -> bool:
-  if cls.__name__ in _NOT_RECORDS:
-    return False
-  if isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
-    return True
-  return dataclasses.is_dataclass(cls) and isinstance(cls, type)
-
-
-def _scan_param_types():
-  enums, records = {}, {}
-  for mname in compat.PARAM_TYPE_MODULES:
-    mod = sys.modules.get(mname)
-    if mod is None:
-      continue
-    short = mname.removeprefix(compat.PARAM_TYPE_PREFIX)
-    for attr, cls in sorted(vars(mod).items()):
-      if not isinstance(cls, type) or cls.__module__ != mname:
-        continue
-      name = f"jax::{short}.{cls.__qualname__}"
-      if issubclass(cls, enum.Enum):
-        enums[name] = cls
-      elif _is_record_type(cls):
-        records[name] = cls
-  return enums, records
-
-
-ENUM_TYPES: dict[str, type]
-RECORD_TYPES: dict[str, type]
-ENUM_TYPES, RECORD_TYPES = _scan_param_types()
-ENUM_TYPES.update(compat.extra_enum_types())
-_ENUM_NAMES = {cls: name for name, cls in ENUM_TYPES.items()}
-_RECORD_NAMES = {cls: name for name, cls in RECORD_TYPES.items()}
-
-
-def enum_name(cls):
-  return _ENUM_NAMES.get(cls)
-
-
-def record_name(cls):
-  return _RECORD_NAMES.get(cls)
-
-
-def register_param_type(cls, name: str) -> None:
-  """Allow-lists a user enum, NamedTuple or dataclass for eqn params."""
-  if issubclass(cls, enum.Enum):
-    ENUM_TYPES[name], _ENUM_NAMES[cls] = cls, name
-  elif _is_record_type(cls):
-    RECORD_TYPES[name], _RECORD_NAMES[cls] = cls, name
-  else:
-    raise TypeError(f"{cls} is neither an enum nor a NamedTuple/dataclass")
+_K = pb.ArrayKind
 
 
 def record_fields(x) -> list[tuple[str, object]]:
@@ -90,290 +41,274 @@ def make_record(cls, fields: dict, path: str):
     raise DecodeError(f"cannot build {cls.__qualname__}: {e}", path) from None
 
 
-# Objects that are encoded by name: singletons of JAX, and remat policies.
-SINGLETONS: dict[str, object] = {
-    "jax::UNSPECIFIED": compat.UNSPECIFIED,
-    "jax::UNCONSTRAINED": compat.UNCONSTRAINED,
-    "jax::empty_concrete_mesh": compat.mesh_lib.empty_concrete_mesh,
-    "jax::checkpoint_policies.everything_saveable":
-        compat.checkpoint_policies.everything_saveable,
-    "jax::checkpoint_policies.nothing_saveable":
-        compat.checkpoint_policies.nothing_saveable,
-    "jax::abstract_token": compat.abstract_token,
-}
-_SINGLETON_NAMES = {id(v): k for k, v in SINGLETONS.items()}
+# --- the codec ----------------------------------------------------------------
 
-
-def singleton_name(x):
-  name = _SINGLETON_NAMES.get(id(x))
-  return name if name is not None and SINGLETONS[name] is x else None
-
-
-# --- effects ---------------------------------------------------------------
-
-def _effects_table():
-  table = {}
-  for name, (mod, attr) in compat.EFFECT_SINGLETONS.items():
-    m = sys.modules.get(mod)
-    if m is not None and hasattr(m, attr):
-      table[name] = getattr(m, attr)
-  return table
-
-
-EFFECTS = _effects_table()
-_EFFECT_NAMES = {id(v): k for k, v in EFFECTS.items()}
-INPUT_EFFECTS = dict(compat.INPUT_EFFECTS)
-_INPUT_EFFECT_NAMES = {v: k for k, v in INPUT_EFFECTS.items()}
-
-
-def effect_name(eff):
-  """(name, input var or None) of an effect; None if not allow-listed."""
-  name = _EFFECT_NAMES.get(id(eff))
+def encode(enc, v, path: str) -> pb.Value:
+  """The Value of `v`; `enc` (an Encoder) interns what the value refers to."""
+  name = names.SINGLETONS.name(v)
   if name is not None:
-    return name, None
-  name = _INPUT_EFFECT_NAMES.get(type(eff))
-  if name is not None:
-    return name, eff.input
-  if type(eff) is compat.NamedAxisEffect:
-    return "jax::named_axis", None
-  return None, None
+    return pb.Value(singleton=name)
+  encode_as = _BY_TYPE.get(type(v))
+  if encode_as is not None:
+    return encode_as(enc, v, path)
+  for is_kind, encode_as in _FAMILIES:
+    if is_kind(v):
+      return encode_as(enc, v, path)
+  ext = extensions.encode(enc, v, path)
+  if ext is not None:
+    return pb.Value(extension=ext)
+  raise EncodeError(
+      f"cannot encode a value of type {type(v).__module__}.{type(v).__qualname__}"
+      f" ({_short_repr(v)}); it is not on the allow-list of param types", path)
 
 
-# --- arrays ----------------------------------------------------------------
-
-_MAX_ELEMENTS = 1 << 40
-
-
-def _num_elements(shape, path):
-  n = 1
-  for d in shape:
-    if d < 0:
-      raise DecodeError(f"negative dimension {d} in shape {list(shape)}", path)
-    n *= d
-    if n > _MAX_ELEMENTS:
-      raise DecodeError(f"shape {list(shape)} is too large", path)
-  return n
+def decode(dec, msg: pb.Value, path: str):
+  """The value of a Value message; `dec` (a Decoder) resolves its references."""
+  kind = msg.WhichOneof("kind")
+  decode_as = _DECODERS.get(kind)
+  if decode_as is None:
+    raise DecodeError("empty value" if kind is None else f"unknown value kind {kind}", path)
+  return decode_as(dec, getattr(msg, kind), path)
 
 
-def _pack(a: np.ndarray, bits: int) -> bytes:
-  u = a.reshape(-1).view(np.uint8) & ((1 << bits) - 1)
-  per = 8 // bits
-  u = np.concatenate([u, np.zeros((-len(u)) % per, np.uint8)]).reshape(-1, per)
-  out = np.zeros(len(u), np.uint8)
-  for i in range(per):
-    out |= u[:, i] << (i * bits)
-  return out.tobytes()
+def _short_repr(v):
+  r = repr(v)
+  return r if len(r) < 80 else r[:77] + "..."
 
 
-def _unpack(data: bytes, n: int, bits: int, dtype) -> np.ndarray:
-  per = 8 // bits
-  b = np.frombuffer(data, np.uint8)
-  parts = [(b >> (i * bits)) & ((1 << bits) - 1) for i in range(per)]
-  u = np.stack(parts, axis=1).reshape(-1)[:n]
-  signed = np.dtype(dtype).name.startswith("int")
-  if signed:  # sign-extend into the byte, so that view() gives the value
-    u = np.where(u >= (1 << (bits - 1)), u | (0xFF << bits) & 0xFF, u).astype(np.uint8)
-  return u.view(dtype)
+# --- each kind, encoded and decoded ----------------------------------------------
+
+def _encode_int(enc, v, path):
+  if -(1 << 63) <= v < (1 << 63):
+    return pb.Value(int=v)
+  return pb.Value(big_int=str(int(v)))
 
 
-# Typed Python scalars keep their Python value at full precision.
-_TYPED_SCALAR_BUFFERS = {pb.ARRAY_KIND_TYPED_INT: np.dtype("<i8"),
-                         pb.ARRAY_KIND_TYPED_FLOAT: np.dtype("<f8"),
-                         pb.ARRAY_KIND_TYPED_COMPLEX: np.dtype("<c16")}
+def _decode_big_int(dec, s, path):
+  if not s.lstrip("-").isdigit() or len(s) > 4000:
+    raise DecodeError(f"bad big int {s[:40]!r}", path)
+  return int(s)
 
 
-def encode_array(x, kind: int, path: str) -> pb.Array:
-  out = pb.Array(kind=kind)
-  buf = _TYPED_SCALAR_BUFFERS.get(kind)
-  if buf is not None:
-    out.dtype, out.key_impl = encode_dtype(x.dtype, path)
-    try:
-      out.data = np.array(x, buf).tobytes()
-    except OverflowError:
-      raise EncodeError(f"typed scalar {x!r} does not fit {buf}", path) from None
+def _encode_seq(field):
+  def f(enc, v, path):
+    out = pb.Value()
+    lst = getattr(out, field)
+    lst.SetInParent()
+    for i, x in enumerate(v):
+      lst.items.append(enc.value(x, f"{path}[{i}]"))
     return out
-  if compat.is_key_array(x):
-    out.dtype, out.key_impl = encode_dtype(x.dtype, path)
-    out.shape.extend(x.shape)
-    x = compat.key_data(x)
-  else:
-    x = np.asarray(x)
-    out.dtype, out.key_impl = encode_dtype(x.dtype, path)
-    out.shape.extend(x.shape)
-  if out.dtype == pb.DTYPE_FLOAT0:
-    return out
-  bits = SUB_BYTE_BITS.get(out.dtype)
-  if bits:
-    out.data = _pack(np.ascontiguousarray(x), bits)
-  else:
-    x = np.ascontiguousarray(x)
-    if x.dtype.byteorder == ">":
-      x = x.byteswap().view(x.dtype.newbyteorder("<"))
-    out.data = x.tobytes()
+  return f
+
+
+def _decode_seq(make):
+  def f(dec, msg, path):
+    return make(dec.value(x, f"{path}[{i}]") for i, x in enumerate(msg.items))
+  return f
+
+
+def _encode_dict(enc, v, path):
+  out = pb.Value()
+  out.dict.SetInParent()
+  for k, x in v.items():
+    out.dict.entries.add(key=enc.value(k, f"{path}.key"), value=enc.value(x, f"{path}[{k!r}]"))
   return out
 
 
-def decode_array_np(msg: pb.Array, path: str):
-  """Returns the numpy value of an Array message (key data for key arrays)."""
-  shape = tuple(msg.shape)
-  n = _num_elements(shape, path)
-  buf = _TYPED_SCALAR_BUFFERS.get(msg.kind)
-  if buf is not None:
-    if shape or len(msg.data) != buf.itemsize:
-      raise DecodeError("a typed scalar needs shape () and one value", path)
-    return np.frombuffer(msg.data, buf)[0], decode_dtype(msg.dtype, msg.key_impl, path)
-  if msg.dtype == pb.DTYPE_KEY:
-    impl = compat.key_impl(msg.key_impl, path)
-    kshape = tuple(impl.key_shape)
-    want = n * math.prod(kshape) * 4
-    if len(msg.data) != want:
-      raise DecodeError(f"key array data has {len(msg.data)} bytes, expected {want}", path)
-    return np.frombuffer(msg.data, "<u4").reshape(shape + kshape)
-  dtype = decode_dtype(msg.dtype, msg.key_impl, path)
-  if msg.dtype == pb.DTYPE_FLOAT0:
-    if msg.data:
-      raise DecodeError("float0 array must carry no data", path)
-    return np.zeros(shape, dtype)
-  bits = SUB_BYTE_BITS.get(msg.dtype)
-  if bits:
-    want = -(-n * bits // 8)
-    if len(msg.data) != want:
-      raise DecodeError(f"array data has {len(msg.data)} bytes, expected {want}", path)
-    return _unpack(msg.data, n, bits, dtype).reshape(shape)
-  want = n * dtype.itemsize
-  if len(msg.data) != want:
-    raise DecodeError(
-        f"array data has {len(msg.data)} bytes, expected {want} for "
-        f"{dtype.name}{list(shape)}", path)
-  return np.frombuffer(msg.data, dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
-
-
-# --- meshes and shardings --------------------------------------------------
-
-_AXIS_TYPES = {compat.AxisType.Auto: pb.AXIS_TYPE_AUTO_UNSPECIFIED,
-               compat.AxisType.Explicit: pb.AXIS_TYPE_EXPLICIT,
-               compat.AxisType.Manual: pb.AXIS_TYPE_MANUAL}
-_AXIS_TYPES_INV = {v: k for k, v in _AXIS_TYPES.items()}
-
-
-def encode_mesh(m, path: str) -> pb.Mesh:
-  out = pb.Mesh(concrete=isinstance(m, compat.Mesh))
-  sizes = m.axis_sizes
-  for name, size, t in zip(m.axis_names, sizes, m.axis_types):
-    if not isinstance(name, str):
-      raise EncodeError(f"mesh axis name {name!r} is not a str", path)
-    out.axes.add(name=name, size=size, type=_AXIS_TYPES[t])
-  ad = getattr(m, "abstract_device", None)
-  if not out.concrete and ad is not None:
-    out.abstract_device.device_kind = ad.device_kind
-    out.abstract_device.platform = getattr(ad, "platform", "")  # JAX 0.9: none
-    if ad.num_cores is not None:
-      out.abstract_device.num_cores = ad.num_cores
-  if out.concrete and m.devices is not None:
-    out.device_ids.extend(int(getattr(d, "id", -1)) for d in m.devices.flat)
-  return out
-
-
-def decode_mesh(msg: pb.Mesh, path: str):
-  names = tuple(a.name for a in msg.axes)
-  sizes = tuple(a.size for a in msg.axes)
-  try:
-    types = tuple(_AXIS_TYPES_INV[a.type] for a in msg.axes)
-  except KeyError:
-    raise DecodeError("unknown mesh axis type", path) from None
-  if len(set(names)) != len(names):
-    raise DecodeError(f"duplicate mesh axis names {names}", path)
-  if not msg.concrete:
-    ad = None
-    if msg.HasField("abstract_device"):
-      a = msg.abstract_device
-      ad = compat.abstract_device(a.device_kind, a.num_cores if a.HasField("num_cores") else None,
-                               a.platform)
-    return compat.AbstractMesh(sizes, names, types, abstract_device=ad)
-  if not names:
-    return compat.mesh_lib.empty_concrete_mesh
-  # A concrete mesh is bound to this process's local devices.
-  n = _num_elements(sizes, path)
-  devices = jax.local_devices()
-  if n > len(devices):
-    raise DecodeError(
-        f"the program needs a mesh of {n} devices {dict(zip(names, sizes))}, "
-        f"but only {len(devices)} local devices are available", path)
-  return compat.Mesh(np.array(devices[:n]).reshape(sizes), names, types)
-
-
-def encode_spec(spec, path: str, features: set | None = None) -> pb.PartitionSpec:
-  """A PartitionSpec; `features` gets the Module.required_features it needs."""
-  out = pb.PartitionSpec(unreduced=sorted(spec.unreduced),
-                         reduced=sorted(spec.reduced))
-  kind = getattr(spec, "unreduced_kind", None)  # JAX >= 0.11
-  if kind is not None and kind.name != "sum":  # sum: the default, and all JAX 0.10 knows
-    out.unreduced_kind = kind.name
-    if features is not None:
-      features.add("unreduced_kind")
-  for p in spec._partitions:
-    e = out.entries.add()
-    if p is None:
-      e.none = True
-    elif p is compat.UNCONSTRAINED:
-      e.unconstrained = True
-    elif isinstance(p, str):
-      e.axes.names.append(p)
-    elif isinstance(p, tuple) and all(isinstance(n, str) for n in p):
-      e.axes.names.extend(p)
-      if len(p) == 1:  # keep ('x',) apart from 'x'
-        e.axes.names.append("")
-    else:
-      raise EncodeError(f"unsupported PartitionSpec entry {p!r}", path)
-  return out
-
-
-def decode_spec(msg: pb.PartitionSpec, path: str):
-  parts = []
+def _decode_dict(dec, msg, path):
+  out = {}
   for e in msg.entries:
-    kind = e.WhichOneof("kind")
-    if kind == "none" or kind is None:
-      parts.append(None)
-    elif kind == "unconstrained":
-      parts.append(compat.UNCONSTRAINED)
-    else:
-      names = list(e.axes.names)
-      if len(names) == 2 and names[1] == "":
-        parts.append((names[0],))
-      elif len(names) == 1:
-        parts.append(names[0])
-      else:
-        parts.append(tuple(names))
-  kw = {}
-  if msg.unreduced_kind:
-    kinds = getattr(jax.sharding, "UnreducedKind", None)
-    if kinds is None:
-      raise VersionError(f"PartitionSpec.unreduced_kind={msg.unreduced_kind!r} needs JAX >= 0.11",
-                         path)
+    k = dec.value(e.key, f"{path}.key")
     try:
-      kw["unreduced_kind"] = kinds[msg.unreduced_kind]
-    except KeyError:
-      raise DecodeError(f"unknown unreduced_kind {msg.unreduced_kind!r}", path) from None
-  try:
-    return compat.PartitionSpec(*parts, unreduced=frozenset(msg.unreduced),
-                              reduced=frozenset(msg.reduced), **kw)
-  except Exception as e:
-    raise DecodeError(f"bad PartitionSpec: {e}", path) from None
-
-
-def encode_named_sharding(s, path: str, features: set | None = None) -> pb.NamedSharding:
-  out = pb.NamedSharding(mesh=encode_mesh(s.mesh, path),
-                         spec=encode_spec(s.spec, path, features))
-  if s.memory_kind is not None:
-    out.memory_kind = s.memory_kind
+      out[k] = dec.value(e.value, f"{path}[{k!r}]")
+    except TypeError:
+      raise DecodeError(f"unhashable dict key {k!r}", path) from None
   return out
 
 
-def decode_named_sharding(msg: pb.NamedSharding, path: str):
-  mesh = decode_mesh(msg.mesh, path + ".mesh")
-  spec = decode_spec(msg.spec, path + ".spec")
-  kind = msg.memory_kind if msg.HasField("memory_kind") else None
+def _encode_frozenset(enc, v, path):
   try:
-    return compat.NamedSharding(mesh, spec, memory_kind=kind)
-  except Exception as e:
-    raise DecodeError(f"bad NamedSharding: {e}", path) from None
+    items = sorted(v)
+  except TypeError:
+    items = sorted(v, key=repr)
+  return _encode_seq("frozenset")(enc, items, path)
+
+
+def _decode_frozenset(dec, msg, path):
+  try:
+    return frozenset(dec.value(x, f"{path}[{i}]") for i, x in enumerate(msg.items))
+  except TypeError:
+    raise DecodeError("unhashable frozenset item", path) from None
+
+
+def _encode_array(kind):
+  return lambda enc, v, path: pb.Value(array=arrays.encode_array(v, kind, path))
+
+
+def _encode_dtype(enc, v, path):
+  d, impl = encode_dtype(v, path)
+  return pb.Value(dtype=pb.DtypeValue(dtype=d, key_impl=impl))
+
+
+def _encode_jnp_scalar_type(enc, v, path):
+  out = _encode_dtype(enc, v.dtype, path)
+  if jnp_scalar_type(v.dtype) is not v:
+    raise EncodeError(f"unsupported scalar type {v!r}", path)
+  out.dtype.jnp_scalar_type = True
+  return out
+
+
+def _decode_dtype(dec, msg, path):
+  dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+  if msg.jnp_scalar_type:
+    t = jnp_scalar_type(dtype) if msg.dtype != pb.DTYPE_KEY else None
+    if t is None:
+      raise DecodeError(f"no jax.numpy scalar type for {dtype}", path)
+    return t
+  return dtype
+
+
+def _encode_enum(enc, v, path):
+  name = names.ENUMS.name(type(v))
+  if name is None:
+    raise EncodeError(f"enum type {type(v).__module__}.{type(v).__qualname__} is not allow-listed", path)
+  return pb.Value(enum=pb.EnumValue(type=name, member=v.name))
+
+
+def _decode_enum(dec, msg: pb.EnumValue, path):
+  cls = names.ENUMS.get(msg.type)
+  if cls is None:  # a type that moved in another JAX release?
+    cls = names.ENUMS.get(upgrade.type_alias(msg.type))
+  if cls is None and msg.type in upgrade.FOREIGN_ENUMS:  # a newer JAX's: for the upgraders
+    return standins.EnumStandIn(msg.type, msg.member)
+  if cls is None:
+    raise DecodeError(f"enum type {msg.type!r} is not allow-listed", path)
+  try:
+    return cls[msg.member]
+  except KeyError:
+    raise DecodeError(f"{msg.type} has no member {msg.member!r}", path) from None
+
+
+def _encode_record(enc, v, path):
+  name = names.RECORDS.name(type(v))
+  if name is None:
+    raise EncodeError(f"type {type(v).__module__}.{type(v).__qualname__} is not allow-listed", path)
+  return _encode_named_record(enc, name, dict(record_fields(v)), path)
+
+
+def _encode_named_record(enc, name, fields, path):
+  out = pb.Value(record=pb.Record(type=name))
+  for f, x in fields.items():
+    out.record.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))
+  return out
+
+
+def _decode_record(dec, msg: pb.Record, path):
+  cls = names.RECORDS.get(msg.type)
+  if cls is None:  # a type that moved in another JAX release?
+    cls = names.RECORDS.get(upgrade.type_alias(msg.type))
+  build = None if cls is not None else upgrade.foreign_record(msg.type)
+  if cls is None and build is None:
+    raise DecodeError(f"record type {msg.type!r} is not allow-listed", path)
+  fields = {}
+  for f in msg.fields:
+    if f.name in fields:
+      raise DecodeError(f"field {f.name!r} given twice", path)
+    fields[f.name] = dec.value(f.value, f"{path}.{f.name}")
+  if build is not None:
+    try:
+      return build(fields)
+    except Exception as e:
+      raise DecodeError(f"cannot build {msg.type}: {type(e).__name__}: {e}", path) from None
+  return make_record(cls, fields, path)
+
+
+def _decode_singleton(dec, name, path):
+  obj = names.SINGLETONS.get(name)
+  if obj is None:
+    raise DecodeError(f"unknown singleton {name!r}", path)
+  return obj
+
+
+_BY_TYPE = {
+    type(None): lambda enc, v, path: pb.Value(none=pb.NoneValue()),
+    bool: lambda enc, v, path: pb.Value(bool=v),
+    int: _encode_int,
+    float: lambda enc, v, path: pb.Value(float=v),
+    complex: lambda enc, v, path: pb.Value(complex=pb.Complex(real=v.real, imag=v.imag)),
+    str: lambda enc, v, path: pb.Value(str=v),
+    bytes: lambda enc, v, path: pb.Value(bytes=v),
+    tuple: _encode_seq("tuple"),
+    list: _encode_seq("list"),
+    dict: _encode_dict,
+    frozenset: _encode_frozenset,
+    set: _encode_frozenset,
+    np.ndarray: _encode_array(_K.ARRAY_KIND_NUMPY_UNSPECIFIED),
+    compat.TypedNdArray: _encode_array(_K.ARRAY_KIND_TYPED_NDARRAY),
+    compat.TypedInt: _encode_array(_K.ARRAY_KIND_TYPED_INT),
+    compat.TypedFloat: _encode_array(_K.ARRAY_KIND_TYPED_FLOAT),
+    compat.TypedComplex: _encode_array(_K.ARRAY_KIND_TYPED_COMPLEX),
+    compat.Jaxpr: lambda enc, v, path: pb.Value(jaxpr=enc.jaxpr(v, path)),
+    # After Jaxpr: from JAX 0.11 they are one class, and every jaxpr is closed.
+    compat.ClosedJaxpr: lambda enc, v, path: pb.Value(closed_jaxpr=enc.closed_jaxpr(v, path)),
+    compat.AbstractMesh: lambda enc, v, path: pb.Value(mesh=sharding.encode_mesh(v, path)),
+    compat.Mesh: lambda enc, v, path: pb.Value(mesh=sharding.encode_mesh(v, path)),
+    compat.PartitionSpec: lambda enc, v, path: pb.Value(
+        partition_spec=sharding.encode_spec(v, path, enc.state.features)),
+    compat.NamedSharding: lambda enc, v, path: pb.Value(
+        named_sharding=sharding.encode_named_sharding(v, path, enc.state.features)),
+    jax.tree_util.PyTreeDef: lambda enc, v, path: pb.Value(treedef=pytrees.encode_treedef(v, enc.value, path)),
+}
+
+# Families, tried in order when the exact type is not in the table.
+_FAMILIES = [
+    (lambda v: isinstance(v, np.dtype) or compat.is_key_dtype(v), _encode_dtype),
+    (lambda v: isinstance(v, type) and issubclass(v, np.generic),
+     lambda enc, v, path: _encode_dtype(enc, np.dtype(v), path)),
+    # jnp.float32 and friends: scalar types that stand for their dtype.
+    (lambda v: isinstance(v, type) and isinstance(getattr(v, "dtype", None), np.dtype),
+     _encode_jnp_scalar_type),
+    (lambda v: isinstance(v, np.generic), _encode_array(_K.ARRAY_KIND_NUMPY_SCALAR)),
+    (lambda v: isinstance(v, jax.Array), _encode_array(_K.ARRAY_KIND_JAX)),
+    (lambda v: isinstance(v, compat.Primitive),
+     lambda enc, v, path: pb.Value(primitive=pb.PrimitiveRef(index=enc.primitive(v, path)))),
+    (lambda v: isinstance(v, (compat.ShapedArray, compat.AbstractToken)),
+     lambda enc, v, path: pb.Value(aval=enc.aval(v, path))),
+    (lambda v: compat.is_symbolic_dim(v), lambda enc, v, path: pb.Value(symbolic_dim=enc.symbolic_dim(v, path))),
+    (lambda v: isinstance(v, enum.Enum), _encode_enum),
+    (lambda v: names.RECORDS.name(type(v)) is not None, _encode_record),
+    (lambda v: compat.policy_record(v) is not None,
+     lambda enc, v, path: _encode_named_record(enc, *compat.policy_record(v), path)),
+]
+
+# Value kind -> decoder.
+_DECODERS = {
+    "none": lambda dec, m, path: None,
+    "bool": lambda dec, m, path: m,
+    "int": lambda dec, m, path: m,
+    "float": lambda dec, m, path: m,
+    "complex": lambda dec, m, path: complex(m.real, m.imag),
+    "str": lambda dec, m, path: m,
+    "bytes": lambda dec, m, path: m,
+    "dtype": _decode_dtype,
+    "array": lambda dec, m, path: arrays.decode_array(m, path),
+    "tuple": _decode_seq(tuple),
+    "list": _decode_seq(list),
+    "dict": _decode_dict,
+    "frozenset": _decode_frozenset,
+    "jaxpr": lambda dec, m, path: dec.jaxpr(m, path),
+    "closed_jaxpr": lambda dec, m, path: dec.closed_jaxpr(m, path),
+    "enum": _decode_enum,
+    "record": _decode_record,
+    "treedef": lambda dec, m, path: dec.treedef(m, path),
+    "mesh": lambda dec, m, path: sharding.decode_mesh(m, path),
+    "partition_spec": lambda dec, m, path: sharding.decode_spec(m, path),
+    "named_sharding": lambda dec, m, path: sharding.decode_named_sharding(m, path),
+    "primitive": lambda dec, m, path: dec.primitive(m.index, path),
+    "rule": lambda dec, m, path: dec.rule(m, path),
+    "aval": lambda dec, m, path: dec.aval(m, path),
+    "big_int": _decode_big_int,
+    "extension": lambda dec, m, path: extensions.decode(dec, m, path),
+    "singleton": _decode_singleton,
+    "symbolic_dim": lambda dec, m, path: dec.symbolic_dim(m, path),
+}

@@ -93,7 +93,7 @@ def bwd_return(cotangents):
 
 # HiJAX primitives a file may carry, by registered name: (class, build(in
 # avals, out aval, params)); `hiprim_functions` names the params that are
-# Python functions, which files carry as jaxprs (param_codecs.TracedFunction).
+# Python functions, which files carry as jaxprs (codec.extensions.TracedFunction).
 def _tangents(avals):
   return jax.tree.map(lambda a: a.to_tangent_aval(), avals)
 

@@ -1,0 +1,155 @@
+"""Arrays: numpy, JAX and typed-scalar values as Array messages (little-endian
+bytes; sub-byte types packed; PRNG keys as their key data)."""
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+
+from jaxpr_proto import compat
+from jaxpr_proto.codec.dtypes import SUB_BYTE_BITS, decode_dtype, encode_dtype
+from jaxpr_proto.errors import DecodeError, EncodeError
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+_K = pb.ArrayKind
+# A float0 array carries no bytes, so its size is not bounded by the file's.
+_MAX_FLOAT0_ELEMENTS = 1 << 24
+_MAX_ELEMENTS = 1 << 40
+
+
+def num_elements(shape, path):
+  n = 1
+  for d in shape:
+    if d < 0:
+      raise DecodeError(f"negative dimension {d} in shape {list(shape)}", path)
+    n *= d
+    if n > _MAX_ELEMENTS:
+      raise DecodeError(f"shape {list(shape)} is too large", path)
+  return n
+
+
+def _pack(a: np.ndarray, bits: int) -> bytes:
+  u = a.reshape(-1).view(np.uint8) & ((1 << bits) - 1)
+  per = 8 // bits
+  u = np.concatenate([u, np.zeros((-len(u)) % per, np.uint8)]).reshape(-1, per)
+  out = np.zeros(len(u), np.uint8)
+  for i in range(per):
+    out |= u[:, i] << (i * bits)
+  return out.tobytes()
+
+
+def _unpack(data: bytes, n: int, bits: int, dtype) -> np.ndarray:
+  per = 8 // bits
+  b = np.frombuffer(data, np.uint8)
+  parts = [(b >> (i * bits)) & ((1 << bits) - 1) for i in range(per)]
+  u = np.stack(parts, axis=1).reshape(-1)[:n]
+  signed = np.dtype(dtype).name.startswith("int")
+  if signed:  # sign-extend into the byte, so that view() gives the value
+    u = np.where(u >= (1 << (bits - 1)), u | (0xFF << bits) & 0xFF, u).astype(np.uint8)
+  return u.view(dtype)
+
+
+# Typed Python scalars keep their Python value at full precision.
+_TYPED_SCALAR_BUFFERS = {pb.ARRAY_KIND_TYPED_INT: np.dtype("<i8"),
+                         pb.ARRAY_KIND_TYPED_FLOAT: np.dtype("<f8"),
+                         pb.ARRAY_KIND_TYPED_COMPLEX: np.dtype("<c16")}
+
+
+def encode_array(x, kind: int, path: str) -> pb.Array:
+  out = pb.Array(kind=kind)
+  buf = _TYPED_SCALAR_BUFFERS.get(kind)
+  if buf is not None:
+    out.dtype, out.key_impl = encode_dtype(x.dtype, path)
+    try:
+      out.data = np.array(x, buf).tobytes()
+    except OverflowError:
+      raise EncodeError(f"typed scalar {x!r} does not fit {buf}", path) from None
+    return out
+  if compat.is_key_array(x):
+    out.dtype, out.key_impl = encode_dtype(x.dtype, path)
+    out.shape.extend(x.shape)
+    x = compat.key_data(x)
+  else:
+    x = np.asarray(x)
+    out.dtype, out.key_impl = encode_dtype(x.dtype, path)
+    out.shape.extend(x.shape)
+  if out.dtype == pb.DTYPE_FLOAT0:
+    return out
+  bits = SUB_BYTE_BITS.get(out.dtype)
+  if bits:
+    out.data = _pack(np.ascontiguousarray(x), bits)
+  else:
+    x = np.ascontiguousarray(x)
+    if x.dtype.byteorder == ">":
+      x = x.byteswap().view(x.dtype.newbyteorder("<"))
+    out.data = x.tobytes()
+  return out
+
+
+def decode_array_np(msg: pb.Array, path: str):
+  """Returns the numpy value of an Array message (key data for key arrays)."""
+  shape = tuple(msg.shape)
+  n = num_elements(shape, path)
+  buf = _TYPED_SCALAR_BUFFERS.get(msg.kind)
+  if buf is not None:
+    if shape or len(msg.data) != buf.itemsize:
+      raise DecodeError("a typed scalar needs shape () and one value", path)
+    return np.frombuffer(msg.data, buf)[0], decode_dtype(msg.dtype, msg.key_impl, path)
+  if msg.dtype == pb.DTYPE_KEY:
+    impl = compat.key_impl(msg.key_impl, path)
+    kshape = tuple(impl.key_shape)
+    want = n * math.prod(kshape) * 4
+    if len(msg.data) != want:
+      raise DecodeError(f"key array data has {len(msg.data)} bytes, expected {want}", path)
+    return np.frombuffer(msg.data, "<u4").reshape(shape + kshape)
+  dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+  if msg.dtype == pb.DTYPE_FLOAT0:
+    if msg.data:
+      raise DecodeError("float0 array must carry no data", path)
+    return np.zeros(shape, dtype)
+  bits = SUB_BYTE_BITS.get(msg.dtype)
+  if bits:
+    want = -(-n * bits // 8)
+    if len(msg.data) != want:
+      raise DecodeError(f"array data has {len(msg.data)} bytes, expected {want}", path)
+    return _unpack(msg.data, n, bits, dtype).reshape(shape)
+  want = n * dtype.itemsize
+  if len(msg.data) != want:
+    raise DecodeError(
+        f"array data has {len(msg.data)} bytes, expected {want} for "
+        f"{dtype.name}{list(shape)}", path)
+  return np.frombuffer(msg.data, dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
+
+
+def decode_array(msg: pb.Array, path: str):
+  """The value of an Array message, of the Python type its kind names."""
+  if msg.dtype == pb.DTYPE_FLOAT0 and num_elements(msg.shape, path) > _MAX_FLOAT0_ELEMENTS:
+    raise DecodeError(f"float0 array of shape {list(msg.shape)} is too large", path)
+  x = decode_array_np(msg, path)
+  kind = msg.kind
+  typed = _TYPED_SCALARS.get(kind)
+  if typed is not None:
+    value, dtype = x
+    cls, py = typed
+    return cls(py(value), dtype)
+  if msg.dtype == pb.DTYPE_KEY:
+    if kind != _K.ARRAY_KIND_JAX:
+      raise DecodeError("key arrays must be jax arrays", path)
+    return compat.wrap_key_data(x, msg.key_impl)
+  if kind == _K.ARRAY_KIND_NUMPY_UNSPECIFIED:
+    return x.copy()
+  if kind == _K.ARRAY_KIND_JAX:
+    return jax.numpy.asarray(x)
+  if kind == _K.ARRAY_KIND_NUMPY_SCALAR:
+    if x.shape != ():
+      raise DecodeError("a numpy scalar must have shape ()", path)
+    return x[()]
+  if kind == _K.ARRAY_KIND_TYPED_NDARRAY:
+    return compat.typed_ndarray(x.copy())
+  raise DecodeError(f"unknown array kind {kind}", path)
+
+
+_TYPED_SCALARS = {_K.ARRAY_KIND_TYPED_INT: (compat.TypedInt, int),
+                  _K.ARRAY_KIND_TYPED_FLOAT: (compat.TypedFloat, float),
+                  _K.ARRAY_KIND_TYPED_COMPLEX: (compat.TypedComplex, complex)}

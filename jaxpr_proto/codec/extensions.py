@@ -1,0 +1,253 @@
+"""Extensions: values that are neither plain data nor allow-listed records,
+each written and read by one registered `Extension` (both directions at once,
+like torch export's ExtensionHandler): PRNG implementations and devices by
+name, FlatTrees, functions and HiJAX primitives as the jaxprs they hold, and
+remat policies built by closures as their factory's arguments.
+
+An Extension message names its codec and holds fields of the generic value
+codec; decoding looks the codec up here and builds only what it names.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Callable
+
+import jax
+
+from jaxpr_proto import compat
+from jaxpr_proto.compat import standins
+from jaxpr_proto.errors import DecodeError, EncodeError, VersionError
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+
+@dataclasses.dataclass(frozen=True)
+class Extension:
+  """One kind of extension value."""
+  # value -> (codec name, fields) if the value is of this kind, else None;
+  # fields are [(name, value)], or a function of the path that gives them.
+  fields_of: Callable[[object], tuple | None]
+  owns: Callable[[str], bool]  # whether a codec name is this kind's
+  build: Callable[[str, dict, str], object]  # (codec name, fields, path) -> value
+
+
+EXTENSIONS: list[Extension] = []
+
+
+def register(fields_of, owns, build) -> None:
+  EXTENSIONS.append(Extension(fields_of, owns, build))
+
+
+def encode(enc, v, path) -> pb.Extension | None:
+  """The Extension message of `v`, or None when no extension writes it."""
+  for e in EXTENSIONS:
+    got = e.fields_of(v)
+    if got is not None:
+      name, fields = got
+      if callable(fields):  # computed here, where the path is known
+        fields = fields(path)
+      out = pb.Extension(codec=name)
+      for f, x in fields:
+        out.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))
+      return out
+  return None
+
+
+def decode(dec, msg: pb.Extension, path):
+  fields = {f.name: dec.value(f.value, f"{path}.{f.name}") for f in msg.fields}
+  for e in EXTENSIONS:
+    if e.owns(msg.codec):
+      return e.build(msg.codec, fields, path)
+  raise DecodeError(f"unknown extension codec {msg.codec!r}", path)
+
+
+def _named(codec: str) -> Callable[[str], bool]:
+  return lambda name: name == codec
+
+
+# --- PRNG implementations and devices, by name ------------------------------------
+
+def _build_prng_impl(codec, fields, path):
+  name = fields.get("name")
+  if not isinstance(name, str):
+    raise DecodeError("prng_impl needs a str name", path)
+  return compat.key_impl(name, path)
+
+
+register(lambda v: ("jax::prng_impl", [("name", v.name)]) if compat.is_prng_impl_obj(v) else None,
+         _named("jax::prng_impl"), _build_prng_impl)
+
+
+def _device_fields(v):
+  # Devices are written by platform and local index, and bound on load.
+  if not isinstance(v, compat.Device):
+    return None
+  same = [d for d in jax.local_devices() if d.platform == v.platform]
+  return "jax::device", [("platform", v.platform), ("index", same.index(v) if v in same else v.id)]
+
+
+def _build_device(codec, fields, path):
+  platform, index = fields.get("platform"), fields.get("index")
+  if not isinstance(platform, str) or not isinstance(index, int) or index < 0:
+    raise DecodeError("device needs a str platform and an int index", path)
+  return compat.local_device(platform, index)
+
+
+register(_device_fields, _named("jax::device"), _build_device)
+
+
+# --- FlatTrees (JAX >= 0.11's scan ft_in / ft_out) -----------------------------------
+
+_FLATTREE = "jax::flattree."
+
+
+def _flattree_fields(v):
+  ft = compat.flattree_fields(v)
+  return None if ft is None else (_FLATTREE + ft[0], ft[1])
+
+
+def _build_flattree(codec: str, fields: dict, path: str):
+  kind = codec[len(_FLATTREE):]
+  expected = compat.FLATTREE_FIELDS.get(kind)
+  if expected is None:
+    raise DecodeError(f"unknown FlatTree kind {kind!r}", path)
+  if set(fields) != set(expected):
+    raise DecodeError(f"jax::flattree.{kind} needs fields {list(expected)}, got {sorted(fields)}", path)
+  build = compat.FLATTREE_BUILDERS.get(kind)
+  if build is None:  # a JAX without FlatTrees: for the upgraders
+    for name, want in expected.items():
+      if want is not None and not isinstance(fields[name], want):
+        raise DecodeError(f"jax::flattree.{kind}.{name} must be a {want.__name__}", path)
+    return standins.FlatTreeStandIn(kind, fields)
+  try:
+    return build(fields)
+  except Exception as e:  # the constructors assert their parts' types
+    raise DecodeError(f"cannot build jax::flattree.{kind}: {type(e).__name__}: {e}", path) from None
+
+
+register(_flattree_fields, lambda name: name.startswith(_FLATTREE), _build_flattree)
+
+
+# --- functions and HiJAX primitives (JAX >= 0.11), as the jaxprs they hold -----------
+
+def _hiprim_fields(v, path):
+  for name, (cls, _) in compat.HIPRIMS.items():
+    if type(v) is cls:
+      if v.effects:
+        raise EncodeError(f"HiJAX primitive {name} with effects {v.effects} is not supported", path)
+      params = dict(v.params)
+      for p, in_avals in compat.hiprim_functions(v).items():
+        params[p] = TracedFunction(params[p], in_avals)
+      return [("type", name), ("in_avals", tuple(v.in_avals)), ("out_aval", v.out_aval),
+              ("params", params)]
+  raise EncodeError(
+      f"HiJAX primitive {type(v).__module__}.{type(v).__qualname__} is not supported "
+      f"(jaxpr_proto rebuilds only {', '.join(sorted(compat.HIPRIMS)) or 'none'} on JAX "
+      f"{jax.__version__}; custom_root's holds Python functions)", path)
+
+
+class TracedFunction:
+  """A Python function param of a HiJAX primitive (custom_root's f, solve,
+  ...), called with pytrees of the given avals: written as the jaxpr it
+  traces to, read back as a function that evaluates that jaxpr."""
+  __slots__ = ("fn", "in_avals")
+
+  def __init__(self, fn, in_avals):
+    self.fn, self.in_avals = fn, in_avals
+
+  def fields(self, path):
+    source = getattr(self.fn, "_jaxpr_proto_source", None)
+    if source is not None:  # a function this package decoded: written as it was read
+      return list(zip(("jaxpr", "in_tree", "out_tree"), source))
+
+    def sds(a):
+      return jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+    args = jax.tree.map(sds, self.in_avals)
+    try:
+      cj, out_shape = jax.make_jaxpr(self.fn, return_shape=True)(*args)
+    except Exception as e:
+      raise EncodeError(f"cannot trace the function {getattr(self.fn, '__name__', self.fn)!r}: "
+                        f"{type(e).__name__}: {e}", path) from None
+    return [("jaxpr", cj), ("in_tree", jax.tree.structure(args)),
+            ("out_tree", jax.tree.structure(out_shape))]
+
+
+def _build_function(codec: str, fields: dict, path: str):
+  if set(fields) != {"jaxpr", "in_tree", "out_tree"}:
+    raise DecodeError(f"jax::function needs fields jaxpr, in_tree, out_tree; got {sorted(fields)}", path)
+  cj, in_tree, out_tree = fields["jaxpr"], fields["in_tree"], fields["out_tree"]
+  if (not isinstance(cj, compat.ClosedJaxpr) or not isinstance(in_tree, jax.tree_util.PyTreeDef)
+      or not isinstance(out_tree, jax.tree_util.PyTreeDef)
+      or in_tree.num_leaves != len(cj.in_avals) or out_tree.num_leaves != len(cj.out_avals)):
+    raise DecodeError("jax::function: its trees do not match its jaxpr", path)
+  run = compat.jaxpr_as_fun(cj)
+
+  def function(*args):
+    leaves = jax.tree.leaves(args)
+    if len(leaves) != in_tree.num_leaves:
+      raise TypeError(f"expected {in_tree.num_leaves} inputs, got {len(leaves)}")
+    return jax.tree.unflatten(out_tree, run(*leaves))
+  function.__name__ = function.__qualname__ = "jaxpr_proto_function"
+  function._jaxpr_proto_source = (cj, in_tree, out_tree)
+  return function
+
+
+def _build_hiprim(codec: str, fields: dict, path: str):
+  if set(fields) != {"type", "in_avals", "out_aval", "params"}:
+    raise DecodeError(f"jax::hiprim needs fields type, in_avals, out_aval, params; got {sorted(fields)}", path)
+  name, in_avals, params = fields["type"], fields["in_avals"], fields["params"]
+  entry = compat.HIPRIMS.get(name) if isinstance(name, str) else None
+  if entry is None:
+    raise VersionError(f"HiJAX primitive {name!r} is not known to JAX {jax.__version__}", path)
+  if not isinstance(in_avals, tuple) or not isinstance(params, dict) or not all(
+      isinstance(k, str) for k in params):
+    raise DecodeError("jax::hiprim needs a tuple of in_avals and a dict of params", path)
+  try:
+    prim = entry[1](in_avals, fields["out_aval"], params)
+  except Exception as e:  # the constructor's own checks
+    raise DecodeError(f"cannot build {name}: {type(e).__name__}: {e}", path) from None
+  if prim.out_aval != fields["out_aval"]:  # what the eqn's outputs are typed by
+    raise DecodeError(f"{name}: out_aval {fields['out_aval']} does not follow from its inputs "
+                      f"and params ({prim.out_aval})", path)
+  return prim
+
+
+register(lambda v: ("jax::function", v.fields) if isinstance(v, TracedFunction) else None,
+         _named("jax::function"), _build_function)
+register(lambda v: ("jax::hiprim", lambda path: _hiprim_fields(v, path)) if compat.is_hiprim(v) else None,
+         _named("jax::hiprim"), _build_hiprim)
+
+
+# --- remat policies that JAX builds as closures ---------------------------------------
+
+def _closure_args(fn, factory, argnames):
+  """The factory arguments that built the closure `fn`, or None."""
+  probe = factory(*([None] * len(argnames)))
+  if (not isinstance(fn, types.FunctionType) or not isinstance(probe, types.FunctionType)
+      or fn.__code__ is not probe.__code__):
+    return None
+  cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
+  return [cells.get(a) for a in argnames]
+
+
+def _policy_extension(v):
+  if not isinstance(v, types.FunctionType):
+    return None
+  for name, (factory, argnames) in compat.policy_factories().items():
+    args = _closure_args(v, factory, argnames)
+    if args is not None:
+      return name, list(zip(argnames, args))
+  return None
+
+
+def _build_policy(codec, fields, path):
+  fn, argnames = compat.policy_factories()[codec]
+  if set(fields) != set(argnames):
+    raise DecodeError(f"{codec} needs fields {argnames}, got {sorted(fields)}", path)
+  try:
+    return fn(*(fields[a] for a in argnames))
+  except Exception as e:
+    raise DecodeError(f"cannot build {codec}: {e}", path) from None
+
+
+register(_policy_extension, lambda name: name in compat.policy_factories(), _build_policy)
