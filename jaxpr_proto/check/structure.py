@@ -7,6 +7,7 @@ this stage lists them all, with the paths the decoder would give them.
 from __future__ import annotations
 
 from jaxpr_proto import compat
+from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.codec.state import MAX_DEPTH
 from jaxpr_proto.wire import walk
 
@@ -57,9 +58,7 @@ class Structure:
     for i, c in enumerate(m.closed_jaxprs):
       if self.ref("jaxprs", c.jaxpr, f"closed_jaxprs[{i}].jaxpr", "jaxpr"):
         self.edge(("c", i), ("j", c.jaxpr), "")
-        n_const = len(m.jaxprs[c.jaxpr].constvars)
-        if len(c.consts) != n_const:
-          self.err(f"closed_jaxprs[{i}]", f"{len(c.consts)} consts for {n_const} constvars")
+        self.collect(walk.check_consts, m, c, f"closed_jaxprs[{i}]")
       for k, v in enumerate(c.consts):
         self.values(("c", i), v, f"closed_jaxprs[{i}].consts[{k}]")
     if m.HasField("function"):
@@ -77,6 +76,14 @@ class Structure:
 
   def edge(self, a, b, path) -> None:
     self.edges.setdefault(a, []).append((b, path))
+
+  def collect(self, rule, *args):
+    """rule(*args), or None after reporting the DecodeError it raises."""
+    try:
+      return rule(*args)
+    except DecodeError as e:
+      self.err(e.path, e.message)
+      return None
 
   def rules(self) -> None:
     for i, r in enumerate(self.m.rules):
@@ -159,21 +166,18 @@ class Structure:
     node = ("j", i)
     path = self.path_of(node)
     prefix = f"{path}." if path else ""
-    env: set[int] = set()
-    err, ref = self.err, self.ref
+    scope = walk.Scope()  # the decoder's rules, each error collected
+    err, ref, collect = self.err, self.ref, self.collect
 
     def define(v, where):
-      if v.id in env:
-        err(where, f"variable id {v.id} is defined twice (not SSA)")
-      env.add(v.id)
+      collect(scope.define, v, where)  # defined twice: reported, and still defined
       if ref("avals", v.aval, where, "aval"):
         self.edge(node, ("a", v.aval), where)
 
     def atom(a, where):
-      kind = a.WhichOneof("kind")
+      kind = collect(walk.operand_kind, a, where)
       if kind == "var":
-        if a.var not in env:
-          err(where, f"variable id {a.var} is used before it is defined")
+        collect(scope.use, a.var, where)
       elif kind == "literal":
         if ref("avals", a.literal.aval, where, "aval"):
           self.edge(node, ("a", a.literal.aval), where)
@@ -181,13 +185,11 @@ class Structure:
           self.values(node, a.literal.value, where)
         else:
           err(where, "literal without a value")
-      else:
-        err(where, "empty operand")
 
     def effects(effs, where):
       for k, e in enumerate(effs):
-        if e.HasField("input_var") and e.input_var not in env:
-          err(f"{where}[{k}]", f"effect {e.name} refers to an undefined variable {e.input_var}")
+        if e.HasField("input_var"):
+          collect(scope.effect_input, e, f"{where}[{k}]")
 
     for k, v in enumerate(j.constvars):
       define(v, f"{prefix}constvars[{k}]")
@@ -212,13 +214,12 @@ class Structure:
       if ref("contexts", e.context, f"{where}.context", "context"):
         self.edge(node, ("x", e.context), where)
       for q, b in enumerate(e.outvars):
-        kind = b.WhichOneof("kind")
+        at = f"{where}.outvars[{q}]"
+        kind = collect(walk.binder_kind, b, at)
         if kind == "var":
-          define(b.var, f"{where}.outvars[{q}]")
+          define(b.var, at)
         elif kind == "drop":
-          ref("avals", b.drop.aval, f"{where}.outvars[{q}]", "aval")
-        else:
-          err(f"{where}.outvars[{q}]", "empty output binder")
+          ref("avals", b.drop.aval, at, "aval")
     for k, a in enumerate(j.outvars):
       atom(a, f"{prefix}outvars[{k}]")
     effects(j.effects, f"{prefix}effects")

@@ -22,6 +22,7 @@ from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVers
 from jaxpr_proto.codec.names import REGISTRY
 from jaxpr_proto.codec.state import DecodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire import walk
 from jaxpr_proto.wire.versions import check_version
 
 _MS = {pb.MEMORY_SPACE_DEVICE_UNSPECIFIED: compat.MemorySpace.Device,
@@ -47,11 +48,9 @@ class Decoder:
       try:
         msg = st.entry("closed_jaxprs", i, "closed jaxpr", path)
         jaxpr = self.jaxpr(msg.jaxpr, path)
+        walk.check_consts(self.m, msg, f"{path}.consts" if path else "consts")
         # The file's constvars (JAX >= 0.11 counts constvars only once consts are attached).
-        constvars = jaxpr.invars[:len(self.m.jaxprs[msg.jaxpr].constvars)] if compat.UNIFIED_JAXPR else jaxpr.constvars
-        if len(msg.consts) != len(constvars):
-          raise DecodeError(f"{len(msg.consts)} consts for {len(constvars)} constvars",
-                            f"{path}.consts" if path else "consts")
+        constvars = jaxpr.invars[:len(msg.consts)] if compat.UNIFIED_JAXPR else jaxpr.constvars
         consts = [self.const(c, v.aval, f"{path}.consts[{k}]" if path else f"consts[{k}]")
                   for k, (c, v) in enumerate(zip(msg.consts, constvars))]
         # (From JAX 0.11 a jaxpr without consts is its own closed form.)
@@ -196,27 +195,18 @@ class Decoder:
 
   # --- jaxprs -------------------------------------------------------------
   def _decode_jaxpr(self, msg: pb.Jaxpr, path: str):
-    env: dict[int, object] = {}
+    scope = walk.Scope()
     aval = self.aval
     prefix = f"{path}." if path else ""
 
     def define(v, where):
-      if v.id in env:
-        raise DecodeError(f"variable id {v.id} is defined twice (not SSA)", where)
-      var = env[v.id] = compat.Var(aval(v.aval, where))
-      return var
+      return scope.define(v, where, lambda: compat.Var(aval(v.aval, where)))
 
     def atom(a, where):
-      kind = a.WhichOneof("kind")
-      if kind == "var":
-        try:
-          return env[a.var]
-        except KeyError:
-          raise DecodeError(f"variable id {a.var} is used before it is defined", where) from None
-      if kind == "literal":
-        av = aval(a.literal.aval, where)
-        return compat.Literal(self.literal(a.literal.value, av, where), av)
-      raise DecodeError("empty operand", where)
+      if walk.operand_kind(a, where) == "var":
+        return scope.use(a.var, where)
+      av = aval(a.literal.aval, where)
+      return compat.Literal(self.literal(a.literal.value, av, where), av)
 
     constvars = [define(v, f"{prefix}constvars[{k}]") for k, v in enumerate(msg.constvars)]
     invars = [define(v, f"{prefix}invars[{k}]") for k, v in enumerate(msg.invars)]
@@ -230,23 +220,21 @@ class Decoder:
         params = self.upgrader.params(prim.name, params, where)
       else:
         standins.refuse_stand_ins(prim.name, params, where, "")
-      effs = effects.decode_effects(e.effects, env, f"{where}.effects")
+      effs = effects.decode_effects(e.effects, scope, f"{where}.effects")
       si = self.source_info(e.traceback, e.name_stack, where)
       ctx = self.context(e.context, where)
       outs = []
       for j, b in enumerate(e.outvars):
-        kind = b.WhichOneof("kind")
-        if kind == "var":
-          outs.append(define(b.var, f"{where}.outvars[{j}]"))
-        elif kind == "drop":
-          outs.append(compat.DropVar(aval(b.drop.aval, f"{where}.outvars[{j}]")))
+        at = f"{where}.outvars[{j}]"
+        if walk.binder_kind(b, at) == "var":
+          outs.append(define(b.var, at))
         else:
-          raise DecodeError("empty output binder", f"{where}.outvars[{j}]")
+          outs.append(compat.DropVar(aval(b.drop.aval, at)))
       if isinstance(prim, standins.Expanded):  # a newer JAX's primitive, computed
         prim, params = self.upgrader.expand(prim.name, ins, outs, params, where)
       eqns.append(compat.eqn(ins, outs, prim, params, effs, si, ctx))
     outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
-    effs = effects.decode_effects(msg.effects, env, f"{prefix}effects")
+    effs = effects.decode_effects(msg.effects, scope, f"{prefix}effects")
     debug = self.debug_info(msg.debug_info) if msg.HasField("debug_info") else None
     if debug is None:
       debug = compat.DebugInfo("jaxpr_proto", None, tuple([None] * len(invars)), None)

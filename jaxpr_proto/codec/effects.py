@@ -65,8 +65,8 @@ def encode_effect(eff, ids: dict, path: str) -> pb.Effect:
   return out
 
 
-def decode_effects(msgs, env: dict, path: str) -> set:
-  """The effects of a jaxpr or eqn; `env` maps variable ids to variables."""
+def decode_effects(msgs, scope, path: str) -> set:
+  """The effects of a jaxpr or eqn; `scope` (a wire.walk.Scope) has its variables."""
   out = set()
   for k, m in enumerate(msgs):
     if m.name == "jax::named_axis":
@@ -81,7 +81,5 @@ def decode_effects(msgs, env: dict, path: str) -> set:
     cls = INPUT_EFFECTS.get(m.name)
     if cls is None:
       raise DecodeError(f"unknown effect {m.name!r}", f"{path}[{k}]")
-    if not m.HasField("input_var") or m.input_var not in env:
-      raise DecodeError(f"effect {m.name} refers to an undefined variable", f"{path}[{k}]")
-    out.add(cls(env[m.input_var]))
+    out.add(cls(scope.effect_input(m, f"{path}[{k}]")))
   return out

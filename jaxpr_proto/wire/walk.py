@@ -4,11 +4,17 @@ Values nest (tuples, dicts, records, extensions, pytree structures) and refer
 to the Module's tables by index. `value_refs` finds those references without
 recursion, so that a file cannot exhaust the stack; the checker's structure
 stage and `info` both use it, as they use `rule_jaxprs` for the custom rules.
+
+The rules of a jaxpr's variables (`Scope`: SSA, define before use), of its
+operands and binders, and of a closed jaxpr's consts are here too, with their
+messages: the decoder raises them as it builds a jaxpr, the checker collects
+them all.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 # The fields of each kind of custom rule (Module.rules) that hold a closed jaxpr.
@@ -85,3 +91,55 @@ def rule_jaxprs(m: pb.Module) -> Iterator[tuple[int, str, str, int]]:
       continue  # the rule could not be traced when saved; its jaxprs are unset
     for f in RULE_JAXPRS[kind]:
       yield i, kind, f, getattr(rule, f)
+
+
+# --- the variables of a jaxpr -----------------------------------------------------
+
+class Scope:
+  """The variables of one jaxpr: each defined once, and used only after it is
+  defined. The decoder keeps the variables it makes; the checker, none."""
+
+  def __init__(self):
+    self.vars: dict[int, object] = {}
+
+  def define(self, v: pb.Var, where: str, make=lambda: None):
+    if v.id in self.vars:
+      raise DecodeError(f"variable id {v.id} is defined twice (not SSA)", where)
+    var = self.vars[v.id] = make()
+    return var
+
+  def use(self, var_id: int, where: str):
+    try:
+      return self.vars[var_id]
+    except KeyError:
+      raise DecodeError(f"variable id {var_id} is used before it is defined", where) from None
+
+  def effect_input(self, e: pb.Effect, where: str):
+    """The variable an effect refers to (an input effect's)."""
+    if not e.HasField("input_var") or e.input_var not in self.vars:
+      raise DecodeError(f"effect {e.name} refers to an undefined variable"
+                        f"{f' {e.input_var}' if e.HasField('input_var') else ''}", where)
+    return self.vars[e.input_var]
+
+
+def operand_kind(a: pb.Atom, where: str) -> str:
+  """"var" or "literal"."""
+  kind = a.WhichOneof("kind")
+  if kind is None:
+    raise DecodeError("empty operand", where)
+  return kind
+
+
+def binder_kind(b: pb.Binder, where: str) -> str:
+  """"var" or "drop"."""
+  kind = b.WhichOneof("kind")
+  if kind is None:
+    raise DecodeError("empty output binder", where)
+  return kind
+
+
+def check_consts(m: pb.Module, c: pb.ClosedJaxpr, where: str) -> None:
+  """A closed jaxpr has one const for each constvar of its jaxpr (in range)."""
+  n = len(m.jaxprs[c.jaxpr].constvars)
+  if len(c.consts) != n:
+    raise DecodeError(f"{len(c.consts)} consts for {n} constvars", where)
