@@ -1,11 +1,15 @@
 """Files across JAX releases: written under another JAX, read under this one, and back.
 
-For each other JAX release (`OTHER_JAX`: 0.9.2, 0.10.2, 0.11.2 and
-0.12.0.1, less the running one) a virtual environment `.venv-jax<major><minor>/`
-inside the checkout (ignored by git) holds that JAX, with this checkout's
-jaxpr_proto as an editable install, so both sides run this checkout's code.
-.ci/run builds them; a missing one is built here when its Python is found
-(JAX 0.11 and later need Python >= 3.12), else its tests skip. Then:
+The releases are those of jaxpr_proto/compat/releases.py (`RELEASES`, read
+as a plain file, without importing jaxpr_proto): for each one whose minor is
+not the running JAX's (`OTHER_JAX`) a virtual environment
+`.venv-jax<major><minor>/` inside the checkout (ignored by git) holds that
+JAX, with this checkout's jaxpr_proto as an editable install, so both sides
+run this checkout's code (the README's .venv stands in for its own JAX's).
+.ci/run builds the newer releases' venvs; a missing one is built here, once,
+saying so on the terminal, when a working interpreter of the Python it needs
+is found (`_python_needed`; a pyenv shim that cannot run it does not count),
+else its tests skip, saying why. Then:
 
 1. under the other JAX, tools/make_golden.py traces the programs of
    `PROGRAMS` from the test corpus, writes them and records their outputs;
@@ -16,13 +20,15 @@ jaxpr_proto as an editable install, so both sides run this checkout's code.
    version wrote (tests/golden/) must load, check and reproduce their
    outputs, or be refused clearly.
 
-`JAXPR_PROTO_CROSS_JAX=0` skips all; `JAXPR_PROTO_CROSS_JAX=0.11.2,0.12.0.1`
-pairs this JAX with those only.
+`JAXPR_PROTO_CROSS_JAX=0` skips all; `JAXPR_PROTO_CROSS_JAX=<release>,...`
+(releases as in `RELEASES`) pairs this JAX with those only.
 """
 from __future__ import annotations
 
 import fcntl
+import functools
 import glob
+import importlib.util
 import json
 import os
 import pathlib
@@ -39,11 +45,26 @@ GOLDEN = ROOT / "tests" / "golden"
 sys.path.insert(0, str(ROOT / "tools"))
 import make_golden  # noqa: E402
 
-# The releases files move between, with the Python each needs.
-RELEASES = {"0.9.2": (3, 11), "0.10.2": (3, 11), "0.11.2": (3, 12), "0.12.0.1": (3, 12)}
+
+def _read_releases() -> dict[str, str]:
+  """compat/releases.py's RELEASES (JAX minor -> the release tests install),
+  loaded as a plain file: it imports nothing."""
+  spec = importlib.util.spec_from_file_location(
+      "_jaxpr_proto_releases", ROOT / "jaxpr_proto" / "compat" / "releases.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return dict(module.RELEASES)
+
+
+def _minor(v: str) -> tuple[int, int]:
+  a, b = v.split(".")[:2]
+  return int(a), int(b)
+
+
+RELEASES = _read_releases()
 _CHOSEN = os.environ.get("JAXPR_PROTO_CROSS_JAX", "1")
-OTHER_JAX = [v for v in RELEASES
-             if v.split(".")[:2] != jax.__version__.split(".")[:2]
+OTHER_JAX = [v for v in RELEASES.values()
+             if _minor(v) != _minor(jax.__version__)
              and (_CHOSEN in ("1", "") or v in _CHOSEN.split(","))]
 
 # Programs that cover what changed between the releases (mul's out_dtype,
@@ -60,58 +81,115 @@ PROGRAMS = (
     "lstm_scan", "sorting_ops", "lax_reductions", "transformer_block_grad", "checkpoint_scan_grad",
 )
 
-pytestmark = pytest.mark.skipif(_CHOSEN == "0", reason="JAXPR_PROTO_CROSS_JAX=0")
+pytestmark = [
+    pytest.mark.skipif(_CHOSEN == "0", reason="JAXPR_PROTO_CROSS_JAX=0"),
+    # The first test of each release may build its venv (pip downloads jaxlib)
+    # or wait for the other xdist worker building it.
+    pytest.mark.timeout(1800),
+]
+
+
+def _python_needed(version: str) -> tuple[int, int]:
+  """The Python minor a release's venv is built on: 3.12 for jax and jaxlib
+  0.11 and later (their Requires-Python is >= 3.12), else 3.11 (they require
+  >= 3.11; python3 here, and the README's .venv)."""
+  return (3, 12) if _minor(version) >= (0, 11) else (3, 11)
+
+
+def _own_venv(version: str) -> pathlib.Path:
+  return ROOT / (".venv-jax" + "".join(version.split(".")[:2]))
+
+
+def _probe(venv: pathlib.Path, version: str) -> bool:
+  """`venv` imports JAX `version` and this checkout's jaxpr_proto."""
+  py = venv / "bin" / "python"
+  if not py.exists():
+    return False
+  try:
+    probe = subprocess.run(
+        [str(py), "-c", f"import jax, jaxpr_proto; assert jax.__version__ == {version!r}, jax.__version__;"
+                        "print(jaxpr_proto.__file__)"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+  except (OSError, subprocess.SubprocessError):
+    return False
+  return probe.returncode == 0 and str(ROOT) in probe.stdout
 
 
 def _venv(version: str) -> pathlib.Path:
-  own = ROOT / (".venv-jax" + "".join(version.split(".")[:2]))
-  # The README's .venv holds JAX 0.10 on Python 3.11: reused when it is that.
-  if not own.exists() and version == "0.10.2" and (ROOT / ".venv").exists():
+  """The venv of `version`: its own, or the README's .venv when that holds
+  this release and there is no own one. .venv is never rebuilt here."""
+  own = _own_venv(version)
+  if not own.exists() and _probe(ROOT / ".venv", version):
     return ROOT / ".venv"
   return own
 
 
-def _python(version: str) -> pathlib.Path:
-  return _venv(version) / "bin" / "python"
-
-
-def _base_python(version: str) -> str | None:
-  """An interpreter of the Python minor that `version` needs."""
-  want = RELEASES[version]
-  if sys.version_info[:2] == want:
-    return sys.executable
-  name = f"python{want[0]}.{want[1]}"
-  found = shutil.which(name)
-  if found:
-    return found
-  pyenv = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{want[0]}.{want[1]}.*/bin/python")))
-  return pyenv[-1] if pyenv else None
-
-
-def _works(version: str) -> bool:
-  py = _python(version)
-  if not py.exists():
+def _runs(candidate: str, want: tuple[int, int]) -> bool:
+  """`candidate` is an interpreter of Python `want` with venv (a pyenv shim
+  of a version pyenv has not selected exits with an error, and does not count)."""
+  try:
+    done = subprocess.run(
+        [candidate, "-c", f"import sys, venv; assert sys.version_info[:2] == {want!r}"],
+        capture_output=True, timeout=120)
+  except (OSError, subprocess.SubprocessError):
     return False
-  probe = subprocess.run(
-      [str(py), "-c", f"import jax, jaxpr_proto; assert jax.__version__ == {version!r}, jax.__version__;"
-                      "print(jaxpr_proto.__file__)"],
-      capture_output=True, text=True, timeout=300, cwd=ROOT)
-  return probe.returncode == 0 and str(ROOT) in probe.stdout
+  return done.returncode == 0
 
 
-def _build(version: str) -> None:
-  base = _base_python(version)
+def _pyenv_pythons(want: tuple[int, int]) -> list[str]:
+  name = f"python{want[0]}.{want[1]}"
+  found = set()
+  for home in dict.fromkeys([os.path.expanduser("~"), "/root"]):
+    found.update(glob.glob(os.path.join(home, ".pyenv", "versions", f"{want[0]}.{want[1]}.*", "bin", name)))
+
+  def patch(path):  # newest first: .../3.12.10/... before .../3.12.9/...
+    tail = pathlib.Path(path).parent.parent.name.split(".")[2]
+    return int(tail) if tail.isdigit() else -1
+  return sorted(found, key=patch, reverse=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _base_python(want: tuple[int, int]) -> str | None:
+  """A working interpreter of Python `want`: this one, pythonX.Y or python3 on
+  PATH, or one that pyenv installed."""
+  candidates = [sys.executable] if sys.version_info[:2] == want else []
+  for name in (f"python{want[0]}.{want[1]}", "python3"):
+    if (found := shutil.which(name)):
+      candidates.append(found)
+  candidates += _pyenv_pythons(want)
+  return next((c for c in dict.fromkeys(candidates) if _runs(c, want)), None)
+
+
+def _announce(config, line: str) -> None:
+  """A line on the terminal, past pytest's output capture (xdist workers too)."""
+  capman = config.pluginmanager.getplugin("capturemanager")
+  with capman.global_and_fixture_disabled():
+    sys.stderr.write(f"\njaxpr-proto tests: {line}\n")
+    sys.stderr.flush()
+
+
+def _build(version: str, venv: pathlib.Path, config) -> None:
+  want = _python_needed(version)
+  py_name = f"Python {want[0]}.{want[1]}"
+  base = _base_python(want)
   if base is None:
-    pytest.skip(f"JAX {version} needs Python {'.'.join(map(str, RELEASES[version]))}, not found")
-  venv = _venv(version)
+    pytest.skip(f"JAX {version} needs {py_name}, and no working python{want[0]}.{want[1]} was "
+                f"found (on PATH, or in ~/.pyenv/versions/{want[0]}.{want[1]}.*/bin/); "
+                f"install {py_name} to run the cross-release tests with JAX {version}")
+  _announce(config, f"building a venv with JAX {version} ({venv.name}, {py_name}) "
+                    "for the cross-release tests (once, ~1 min)")
   shutil.rmtree(venv, ignore_errors=True)
-  subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=600)
-  pip = [str(_python(version)), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+  made = subprocess.run([base, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=600)
+  if made.returncode != 0:
+    shutil.rmtree(venv, ignore_errors=True)
+    pytest.skip(f"cannot create a venv with {base} ({py_name}) for JAX {version}: "
+                f"{(made.stderr or made.stdout)[-1000:]}")
+  pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
   done = subprocess.run(pip + [f"jax=={version}", f"jaxlib=={version}", "protobuf>=7.35.1",
                                "numpy", "ml_dtypes"], capture_output=True, text=True, timeout=1200)
   if done.returncode != 0:
     shutil.rmtree(venv, ignore_errors=True)
-    pytest.skip(f"cannot install jax=={version} from PyPI: {done.stderr[-1000:]}")
+    pytest.skip(f"cannot install jax=={version} from PyPI (no network?): {done.stderr[-1000:]}")
   subprocess.run(pip + ["--no-deps", "-e", str(ROOT)], check=True, timeout=600,
                  capture_output=True)
 
@@ -121,16 +199,17 @@ def other(request) -> tuple[str, pathlib.Path]:
   """(version, interpreter) of another JAX, built on first use (under a lock:
   pytest-xdist workers share it)."""
   version = request.param
-  lock = ROOT / f"{_venv(version).name}.lock"
+  lock = ROOT / f"{_own_venv(version).name}.lock"
   with open(lock, "w") as f:
     fcntl.flock(f, fcntl.LOCK_EX)
     try:
-      if not _works(version):
-        _build(version)
-        assert _works(version), f"the venv at {_venv(version)} does not import jax {version} and this checkout"
+      venv = _venv(version)
+      if not _probe(venv, version):
+        _build(version, venv, request.config)
+        assert _probe(venv, version), f"the venv at {venv} does not import jax {version} and this checkout"
     finally:
       fcntl.flock(f, fcntl.LOCK_UN)
-  return version, _python(version)
+  return version, venv / "bin" / "python"
 
 
 def _run_other(py, *args, timeout=900) -> subprocess.CompletedProcess:
@@ -142,11 +221,6 @@ def _run_other(py, *args, timeout=900) -> subprocess.CompletedProcess:
 def _clear_failure(result: str) -> bool:
   """A failure that names what the reading JAX lacks."""
   return result.startswith(("load: PrimitiveVersionError", "load: VersionError"))
-
-
-def _minor(v: str) -> tuple[int, int]:
-  a, b = v.split(".")[:2]
-  return int(a), int(b)
 
 
 def test_other_jax_files_load_check_and_run_here(other, tmp_path):

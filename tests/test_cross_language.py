@@ -2,18 +2,22 @@
 
 * `buf convert` (Go) decodes .jaxpb to JSON;
 * `protoc --decode` (C++, the one grpcio-tools ships) decodes it to text;
-* `tools/js/read_jaxpb.mjs` (JavaScript, protobufjs) reads it and counts;
+* `tools/js/read_jaxpb.mjs` (JavaScript, protobufjs) reads it and counts
+  (where node and npm are installed; tools/js/node_modules is installed with
+  `npm ci` on first use);
 
 each must report the same primitive names and eqn counts as
-`jaxpr_proto.info` (what `jaxpr-proto info` prints). Also: docs/schema.md is
+`jaxpr_proto.wire.info` (what `jaxpr-proto info` prints). Also: docs/schema.md is
 fresh.
 """
 from __future__ import annotations
 
 import collections
+import fcntl
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +26,7 @@ import pytest
 from google.protobuf import json_format
 
 import jaxpr_proto as jp
-from jaxpr_proto import info
+from jaxpr_proto.wire import info
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from tests.test_textforms import PROGRAMS, traced
 from tests import helpers
@@ -32,7 +36,7 @@ JS_DIR = ROOT / "tools" / "js"
 
 
 def _demo_program():
-  from jaxpr_proto import demo
+  from jaxpr_proto.cli import demo
   return demo.trace()[0]
 
 
@@ -134,27 +138,81 @@ def test_protoc_decode_reads_the_same_program(jaxpb_files, name):
 
 # --- JavaScript: tools/js/read_jaxpb.mjs --------------------------------------------------
 
-def _node():
-  node = shutil.which("node")
-  if node is None:
-    pytest.skip("node is not installed")
-  if not (JS_DIR / "node_modules" / "protobufjs").is_dir():
-    pytest.skip("tools/js/node_modules is missing; run `npm ci` in tools/js (.ci/run does)")
+# Network errors of npm (and of node's fetch) that mean "no network", not a
+# broken lockfile or package.
+_NO_NETWORK = re.compile(r"E(NOTFOUND|AI_AGAIN|CONNREFUSED|CONNRESET|TIMEDOUT|NETUNREACH|HOSTUNREACH"
+                         r"|NOTCACHED)|network|socket hang up|fetch failed", re.I)
+
+
+def _js_deps_installed() -> bool:
+  # npm writes node_modules/.package-lock.json last: a complete install.
+  return ((JS_DIR / "node_modules" / "protobufjs" / "package.json").is_file()
+          and (JS_DIR / "node_modules" / ".package-lock.json").is_file())
+
+
+def _announce(config, line: str) -> None:
+  """A line on the terminal, past pytest's output capture (xdist workers too)."""
+  capman = config.pluginmanager.getplugin("capturemanager")
+  with capman.global_and_fixture_disabled():
+    sys.stderr.write(f"\njaxpr-proto tests: {line}\n")
+    sys.stderr.flush()
+
+
+# The first JavaScript test may wait for `npm ci` (its own, or the other xdist
+# worker's).
+_NPM_CI_TIMEOUT = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="session")
+def node(request) -> str:
+  """node, with tools/js's dependencies: `npm ci` runs once when they are
+  missing (under a lock on tools/js: pytest-xdist workers share it)."""
+  node, npm = shutil.which("node"), shutil.which("npm")
+  missing = [name for name, path in (("node", node), ("npm", npm)) if path is None]
+  if missing:
+    pytest.skip(f"the JavaScript reader's tests need node and npm; {' and '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} not installed (not on PATH)")
+  fd = os.open(JS_DIR, os.O_RDONLY)
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    if not _js_deps_installed():
+      _announce(request.config, "running `npm ci` in tools/js for the JavaScript reader's tests (once)")
+      # Offline, npm's default retries (2, backing off up to a minute) only delay the skip.
+      env = {"npm_config_fetch_retries": "1", "npm_config_fetch_retry_mintimeout": "2000",
+             "npm_config_fetch_retry_maxtimeout": "10000", **os.environ}
+      try:
+        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, env=env,
+                              capture_output=True, text=True, timeout=600)
+      except subprocess.TimeoutExpired:
+        pytest.skip("`npm ci` in tools/js did not finish in 10 minutes (no network?), so the "
+                    "JavaScript reader's tests cannot run")
+      out = (done.stdout + done.stderr)[-3000:]
+      cause = _NO_NETWORK.search(out)
+      if done.returncode != 0 and cause:
+        line = next(l for l in out.splitlines() if cause.group(0) in l).strip()
+        pytest.skip("`npm ci` in tools/js failed for lack of network, so the JavaScript "
+                    f"reader's tests cannot run ({line[:200]})")
+      assert done.returncode == 0, f"`npm ci` in tools/js failed: {out}"
+      assert _js_deps_installed(), f"`npm ci` in tools/js did not install protobufjs: {out}"
+  finally:
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
   return node
 
 
-def _read_js(*args, check=True):
-  proc = subprocess.run([_node(), str(JS_DIR / "read_jaxpb.mjs"), *map(str, args)],
+def _read_js(node, *args, check=True):
+  proc = subprocess.run([node, str(JS_DIR / "read_jaxpb.mjs"), *map(str, args)],
                         capture_output=True, text=True, timeout=120)
   if check:
     assert proc.returncode == 0, proc.stderr
   return proc
 
 
+@_NPM_CI_TIMEOUT
 @pytest.mark.parametrize("name", NAMES)
-def test_js_reader_counts_match(jaxpb_files, name):
+def test_js_reader_counts_match(node, jaxpb_files, name):
   path = jaxpb_files[name]
-  got = json.loads(_read_js("--json", path).stdout)
+  got = json.loads(_read_js(node, "--json", path).stdout)
   want = python_view(path)
   assert got["eqns"] == want["eqns"]
   assert got["by_primitive"] == want["by_primitive"]
@@ -163,8 +221,9 @@ def test_js_reader_counts_match(jaxpb_files, name):
   assert got["producer"] == want["producer"]
 
 
-def test_js_reader_prints_jaxpr_syntax(jaxpb_files):
-  out = _read_js(jaxpb_files["mlp"]).stdout
+@_NPM_CI_TIMEOUT
+def test_js_reader_prints_jaxpr_syntax(node, jaxpb_files):
+  out = _read_js(node, jaxpb_files["mlp"]).stdout
   cj = traced("mlp")
   assert "jaxprs[0] = { lambda ; a:f32[3,4] b:f32[4] c:f32[4,2] d:f32[5,3]. let" in out
   for e in cj.jaxpr.eqns:
@@ -173,22 +232,23 @@ def test_js_reader_prints_jaxpr_syntax(jaxpb_files):
   assert (f"eqns: {want['root']} in the root jaxpr, {want['expanded']} counting each "
           f"sub-jaxpr use, {want['stored']} stored") in out
   # Literals print like JAX's (the shortest float32 form).
-  out = _read_js(jaxpb_files["scan"]).stdout
+  out = _read_js(node, jaxpb_files["scan"]).stdout
   assert "0.5:f32[]" in out and "2.0:f32[]" in out
 
 
-def test_js_reader_errors(tmp_path, jaxpb_files):
-  proc = _read_js(tmp_path / "missing.jaxpb", check=False)
+@_NPM_CI_TIMEOUT
+def test_js_reader_errors(node, tmp_path, jaxpb_files):
+  proc = _read_js(node, tmp_path / "missing.jaxpb", check=False)
   assert proc.returncode == 1 and "missing.jaxpb" in proc.stderr
   bad = tmp_path / "bad.jaxpb"
   bad.write_bytes(b"\x0a\xff\xff\xff\xff\x0f")
-  proc = _read_js(bad, check=False)
+  proc = _read_js(node, bad, check=False)
   assert proc.returncode == 1 and "bad.jaxpb" in proc.stderr
   empty = tmp_path / "empty.jaxpb"
   empty.write_bytes(b"")
-  proc = _read_js(empty, check=False)
+  proc = _read_js(node, empty, check=False)
   assert proc.returncode == 1 and "not a jaxpr-proto file" in proc.stderr
-  proc = _read_js(check=False)
+  proc = _read_js(node, check=False)
   assert proc.returncode == 2 and "usage" in proc.stderr
 
 
