@@ -23,7 +23,7 @@ from jaxpr_proto.codec.names import REGISTRY
 from jaxpr_proto.codec.state import DecodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import walk
-from jaxpr_proto.wire.versions import check_version
+from jaxpr_proto.wire.versions import check_version, jax_version_of
 
 _MS = {pb.MEMORY_SPACE_DEVICE_UNSPECIFIED: compat.MemorySpace.Device,
        pb.MEMORY_SPACE_HOST: compat.MemorySpace.Host,
@@ -189,7 +189,6 @@ class Decoder:
     return fields
 
   def _file_jax(self) -> str:
-    from jaxpr_proto.wire.versions import jax_version_of
     v = jax_version_of(self.m)
     return f" (the file was written by JAX {v})" if v else ""
 

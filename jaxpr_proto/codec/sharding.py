@@ -106,7 +106,7 @@ def decode_spec(msg: pb.PartitionSpec, path: str):
         parts.append(tuple(names))
   kw = {}
   if msg.unreduced_kind:
-    kinds = getattr(jax.sharding, "UnreducedKind", None)
+    kinds = compat.UNREDUCED_KINDS
     if kinds is None:
       raise VersionError(f"PartitionSpec.unreduced_kind={msg.unreduced_kind!r} needs JAX >= 0.11",
                          path)

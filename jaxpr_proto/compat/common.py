@@ -151,6 +151,10 @@ def closure_policy(record_name: str):
   }.get(record_name)
 
 
+# PartitionSpec.unreduced_kind's enum: none before JAX 0.11 (see v0_11/adapter.py).
+UNREDUCED_KINDS = None
+
+
 # FlatTree params (JAX >= 0.11's scan ft_in and ft_out) are written as
 # extensions "jax::flattree.<kind>": the fields of each kind, in order, with
 # the type that a stand-in (compat.standins) relies on, None for any.

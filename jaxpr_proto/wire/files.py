@@ -25,6 +25,7 @@ from google.protobuf.message import DecodeError as _PbDecodeError
 
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire.versions import check_version
 
 BINARY, TEXT, JSON = "jaxpb", "txtpb", "json"
 EXTENSIONS = {".jaxpb": BINARY, ".txtpb": TEXT, ".json": JSON}
@@ -116,7 +117,6 @@ def check_header(m: pb.Module) -> None:
   Almost any bytes parse as *some* protobuf message, so a Module without a
   format version is reported as "not a jaxpr-proto file".
   """
-  from jaxpr_proto.wire.versions import check_version
   if not m.HasField("format_version"):
     raise DecodeError("not a jaxpr-proto file (it has no format_version)", "format_version")
   check_version(m)

@@ -16,6 +16,8 @@ MINOR = (0, 11)
 UNIFIED_JAXPR = True
 # jit's inline param is an enum (a bool before).
 Inline = _api.Inline
+# PartitionSpec.unreduced_kind's enum (new).
+UNREDUCED_KINDS = jax.sharding.UnreducedKind
 
 
 def jaxpr_key(j) -> int:
