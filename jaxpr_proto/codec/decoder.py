@@ -14,8 +14,7 @@ import jax
 
 from jaxpr_proto import compat
 from jaxpr_proto._version import __version__
-from jaxpr_proto.codec import custom_rules, effects, param_codecs, pytrees, sharding, tracebacks, values
-from jaxpr_proto.codec.dtypes import decode_dtype
+from jaxpr_proto.codec import avals, custom_rules, effects, param_codecs, pytrees, sharding, tracebacks, values
 from jaxpr_proto.compat import standins, upgrade
 from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVersionError,
                                 UnknownPrimitiveError, VersionError)
@@ -24,10 +23,6 @@ from jaxpr_proto.codec.state import DecodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import walk
 from jaxpr_proto.wire.versions import check_version, jax_version_of
-
-_MS = {pb.MEMORY_SPACE_DEVICE_UNSPECIFIED: compat.MemorySpace.Device,
-       pb.MEMORY_SPACE_HOST: compat.MemorySpace.Host,
-       pb.MEMORY_SPACE_ANY: compat.MemorySpace.Any}
 
 
 class Decoder:
@@ -77,8 +72,8 @@ class Decoder:
     return j
 
   def aval(self, i: int, path: str):
-    return self.state.get("avals", i, "aval", path, lambda: self._decode_aval(
-        self.state.entry("avals", i, "aval", path), f"{path}(aval {i})"))
+    return self.state.get("avals", i, "aval", path, lambda: avals.decode_aval(
+        self, self.state.entry("avals", i, "aval", path), f"{path}(aval {i})"))
 
   def primitive(self, i: int, path: str):
     return self.state.get("primitives", i, "primitive", path, lambda: self._primitive(i, path))
@@ -115,42 +110,6 @@ class Decoder:
         raise DecodeError("empty custom rule", where)
       return custom_rules.RULES[kind](self, getattr(msg, kind), where)
     return self.state.get("rules", i, "rule", path, make)
-
-  def _traceback(self, i: int, path: str):
-    if not i:
-      return None
-    done = self.state.decoded["tracebacks"]
-    if not done:  # all at once: the builder is fastest in batches
-      entry = self.state.entry
-      lists = []
-      for k, msg in enumerate(self.m.tracebacks):
-        fl = []
-        for j in msg.frames:
-          f = entry("frames", j, "frame", f"tracebacks[{k}]")
-          fl.append((entry("strings", f.file, "string", f"frames[{j}]"),
-                     entry("strings", f.function, "string", f"frames[{j}]"),
-                     f.line, f.column, f.end_line, f.end_column))
-        lists.append(fl)
-      done.update(enumerate(tracebacks.make_tracebacks(lists)))
-    tb = done.get(i)
-    if tb is None:
-      self.state.entry("tracebacks", i, "traceback", path)
-    return tb
-
-  def _name_stack(self, i: int, path: str):
-    def make():
-      msg = self.state.entry("name_stacks", i, "name stack", path)
-      return compat.NameStack(tuple(
-          (compat.Transform if s.transform else compat.Scope)(s.name) for s in msg.scopes))
-    return self.state.get("name_stacks", i, "name stack", path, make)
-
-  def source_info(self, tb: int, ns: int, path: str):
-    done = self.state.decoded["source_infos"]
-    si = done.get((tb, ns))
-    if si is None:
-      si = done[(tb, ns)] = tracebacks.make_source_info(
-          self._traceback(tb, path), self._name_stack(ns, path))
-    return si
 
   def context(self, i: int, path: str):
     ctx = self.state.decoded["contexts"].get(i)
@@ -220,7 +179,7 @@ class Decoder:
       else:
         standins.refuse_stand_ins(prim.name, params, where, "")
       effs = effects.decode_effects(e.effects, scope, f"{where}.effects")
-      si = self.source_info(e.traceback, e.name_stack, where)
+      si = tracebacks.decode_source_info(self, e.traceback, e.name_stack, where)
       ctx = self.context(e.context, where)
       outs = []
       for j, b in enumerate(e.outvars):
@@ -253,63 +212,8 @@ class Decoder:
       src = func_name
     return compat.DebugInfo(msg.traced_for or "jaxpr_proto", src, arg_names, result_paths)
 
-  # --- avals --------------------------------------------------------------
-  def _decode_aval(self, msg: pb.Aval, path: str):
-    kind = msg.WhichOneof("kind")
-    if kind == "shaped_array":
-      return self._shaped_array(msg.shaped_array, path)
-    if kind == "token":
-      return compat.abstract_token
-    if kind == "ref":
-      inner = self.aval(msg.ref.inner, path)
-      try:
-        return compat.AbstractRef(inner, self.value(msg.ref.memory_space, path),
-                           self.value(msg.ref.kind, path))
-      except Exception as e:
-        raise DecodeError(f"bad ref type: {e}", path) from None
-    raise DecodeError("empty aval", path)
-
-  def _shaped_array(self, msg: pb.ShapedArray, path: str):
-    dtype = decode_dtype(msg.dtype, msg.key_impl, path)
-    shape = tuple(self._dim(d, path) for d in msg.shape)
-    try:
-      ms = _MS[msg.memory_space]
-    except KeyError:
-      raise DecodeError(f"unknown memory space {msg.memory_space}", path) from None
-    kw = {}
-    if msg.HasField("sharding"):
-      kw["sharding"] = sharding.decode_named_sharding(msg.sharding, path + ".sharding")
-    if msg.varying or msg.unreduced or msg.reduced:
-      kw["manual_axis_type"] = compat.ManualAxisType(
-          varying=frozenset(msg.varying), unreduced=frozenset(msg.unreduced),
-          reduced=frozenset(msg.reduced))
-    try:
-      return compat.shaped_array(shape, dtype, msg.weak_type, memory_space=ms, **kw)
-    except Exception as e:
-      raise DecodeError(f"bad array type: {e}", path) from None
-
-  def _dim(self, d: pb.Dim, path: str):
-    kind = d.WhichOneof("kind")
-    if kind == "constant":
-      if d.constant < 0:
-        raise DecodeError(f"negative dimension {d.constant}", path)
-      return d.constant
-    if kind == "symbolic":
-      return self.symbolic_dim(d.symbolic, path)
-    raise DecodeError("empty dimension", path)
-
   def symbolic_dim(self, s: str, path: str):
-    st = self.state
-    if st.symbolic_scope is None:
-      try:
-        st.symbolic_scope = jax.export.SymbolicScope(list(self.m.symbolic_scope.constraints))
-      except Exception as e:
-        raise DecodeError(f"bad symbolic scope: {e}", "symbolic_scope") from None
-    try:
-      (dim,) = jax.export.symbolic_shape(s, scope=st.symbolic_scope)
-    except Exception as e:
-      raise DecodeError(f"bad symbolic dimension {s!r}: {e}", path) from None
-    return dim
+    return avals.decode_symbolic_dim(self, s, path)
 
   # --- values -------------------------------------------------------------
   def literal(self, msg: pb.Value, aval, path):

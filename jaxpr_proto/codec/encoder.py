@@ -9,22 +9,16 @@ per-primitive param codecs (`param_codecs`) or else the generic value codec
 from __future__ import annotations
 
 import jax
-import numpy as np
 
 from jaxpr_proto import compat
 from jaxpr_proto._version import __version__
-from jaxpr_proto.codec import effects, param_codecs, sharding, tracebacks, values
-from jaxpr_proto.codec.dtypes import encode_dtype
+from jaxpr_proto.codec import avals, effects, param_codecs, sharding, tracebacks, values
 from jaxpr_proto.codec.names import REGISTRY
 from jaxpr_proto.codec.state import EncodeState
 from jaxpr_proto.compat.change import same_value
 from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire.versions import stamp
-
-_MS = {compat.MemorySpace.Device: pb.MEMORY_SPACE_DEVICE_UNSPECIFIED,
-       compat.MemorySpace.Host: pb.MEMORY_SPACE_HOST,
-       compat.MemorySpace.Any: pb.MEMORY_SPACE_ANY}
 
 
 class Encoder:
@@ -64,7 +58,7 @@ class Encoder:
       hash(key)
     except TypeError:
       key = id(a)
-    return self.state.intern("avals", key, lambda: self._encode_aval(a, path), keep=a)
+    return self.state.intern("avals", key, lambda: avals.encode_aval(self, a, path), keep=a)
 
   def param(self, msg: pb.Param) -> int:
     return self.state.intern("params", msg.SerializeToString(deterministic=True), lambda: msg)
@@ -93,32 +87,6 @@ class Encoder:
         msg.fields.add(name=name, value=self.value(v, f"ctx.{name}"))
         self.state.features.add("eqn_context_fields")
     return msg
-
-  def _intern_traceback(self, tb) -> int:
-    st = self.state
-    if tb is None or not st.debug_info:
-      return 0
-    seen = st.interned["tracebacks"]
-    i = seen.get(tb)
-    if i is None:
-      frames = [st.intern("frames", f, lambda f=f: self._frame(f)) for f in tracebacks.frames_of(tb)]
-      key = tuple(frames)  # equal frame lists share one entry
-      i = st.intern("tracebacks", key, lambda: pb.Traceback(frames=frames)) if key else 0
-      seen[tb] = i
-      st.keep.append(tb)
-    return i
-
-  def _frame(self, f) -> pb.Frame:
-    file, func, line, col, eline, ecol = f
-    return pb.Frame(file=self.string(file), function=self.string(func),
-                    line=line, column=col, end_line=eline, end_column=ecol)
-
-  def _intern_name_stack(self, ns) -> int:
-    if not self.state.debug_info:
-      return 0
-    key = tuple((type(s) is compat.Transform, s.name) for s in ns.stack)
-    return self.state.intern("name_stacks", key, lambda: pb.NameStack(
-        scopes=[pb.NameScope(name=n, transform=t) for t, n in key]))
 
   # --- jaxprs -------------------------------------------------------------
   def closed_jaxpr(self, cj, path: str) -> int:
@@ -163,8 +131,8 @@ class Encoder:
       out.params.extend(param_codecs.encode_params(self, e, where))
       out.effects.extend(effects.encode_effect(eff, ids, f"{where}.effects") for eff in effects.sorted_effects(e.effects, ids))
       si = e.source_info
-      out.traceback = self._intern_traceback(si.traceback)
-      out.name_stack = self._intern_name_stack(si.name_stack)
+      out.traceback = tracebacks.encode_traceback(self, si.traceback)
+      out.name_stack = tracebacks.encode_name_stack(self, si.name_stack)
       out.context = self._intern_context(e.ctx)
       for j, v in enumerate(e.outvars):
         if isinstance(v, compat.DropVar):
@@ -189,45 +157,8 @@ class Encoder:
       out.result_paths.CopyFrom(_optional_strings(paths))
     return out
 
-  # --- avals --------------------------------------------------------------
-  def _encode_aval(self, a, path) -> pb.Aval:
-    if isinstance(a, compat.ShapedArray):
-      return pb.Aval(shaped_array=self._shaped_array(a, path))
-    if isinstance(a, compat.AbstractToken):
-      return pb.Aval(token=pb.AbstractToken())
-    if isinstance(a, compat.AbstractRef):
-      return pb.Aval(ref=pb.AbstractRef(
-          inner=self.aval(a.inner_aval, path), memory_space=self.value(a.memory_space, path),
-          kind=self.value(a.kind, path)))
-    raise EncodeError(f"unsupported abstract value {a} ({type(a).__qualname__})", path)
-
-  def _shaped_array(self, a, path) -> pb.ShapedArray:
-    out = pb.ShapedArray(weak_type=a.weak_type, memory_space=_MS[a.memory_space])
-    out.dtype, out.key_impl = encode_dtype(a.dtype, path)
-    for d in a.shape:
-      if isinstance(d, (int, np.integer)):
-        out.shape.add(constant=int(d))
-      else:
-        out.shape.add(symbolic=self.symbolic_dim(d, path))
-    default = compat.ShapedArray(a.shape, a.dtype, a.weak_type)
-    if a.sharding != default.sharding:
-      out.sharding.CopyFrom(sharding.encode_named_sharding(a.sharding, path, self.state.features))
-    mat = compat.manual_axis_type(a)
-    out.varying.extend(sorted(mat.varying))
-    out.unreduced.extend(sorted(mat.unreduced))
-    out.reduced.extend(sorted(mat.reduced))
-    return out
-
   def symbolic_dim(self, d, path) -> str:
-    if not compat.is_symbolic_dim(d):
-      raise EncodeError(f"unsupported dimension {d!r}", path)
-    scope = d.scope
-    st = self.state
-    if st.symbolic_scope is None:
-      st.symbolic_scope = scope
-    elif scope is not st.symbolic_scope:
-      raise EncodeError("symbolic dimensions from different scopes", path)
-    return str(d)
+    return avals.encode_symbolic_dim(self, d, path)
 
   # --- values -------------------------------------------------------------
   # The generic value codec, as a method (no extra frame: values nest sub-jaxprs).

@@ -58,7 +58,9 @@ from collections.abc import Sequence
 from typing import Any
 
 # JAX internals come from the compatibility module.
+from jaxpr_proto import compat
 from jaxpr_proto.compat import source_info_util
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 SourceInfo = source_info_util.SourceInfo
 NameStack = source_info_util.NameStack
@@ -127,6 +129,79 @@ def clear_cache() -> None:
   with _cache_lock:
     _cache.clear()
   _code_for.cache_clear()
+
+
+# ------------------------------------------------------- in a Module's tables
+# Frames, tracebacks and name stacks are interned: each is written once.
+
+def encode_traceback(enc, tb) -> int:
+  """The index in Module.tracebacks of a traceback's user frames (0: none)."""
+  st = enc.state
+  if tb is None or not st.debug_info:
+    return 0
+  seen = st.interned["tracebacks"]
+  i = seen.get(tb)
+  if i is None:
+    frames = [st.intern("frames", f, lambda f=f: _encode_frame(enc, f)) for f in frames_of(tb)]
+    key = tuple(frames)  # equal frame lists share one entry
+    i = st.intern("tracebacks", key, lambda: pb.Traceback(frames=frames)) if key else 0
+    seen[tb] = i
+    st.keep.append(tb)
+  return i
+
+
+def _encode_frame(enc, f) -> pb.Frame:
+  file, func, line, col, eline, ecol = f
+  return pb.Frame(file=enc.string(file), function=enc.string(func),
+                  line=line, column=col, end_line=eline, end_column=ecol)
+
+
+def encode_name_stack(enc, ns) -> int:
+  if not enc.state.debug_info:
+    return 0
+  key = tuple((type(s) is compat.Transform, s.name) for s in ns.stack)
+  return enc.state.intern("name_stacks", key, lambda: pb.NameStack(
+      scopes=[pb.NameScope(name=n, transform=t) for t, n in key]))
+
+
+def _decode_traceback(dec, i: int, path: str):
+  if not i:
+    return None
+  done = dec.state.decoded["tracebacks"]
+  if not done:  # all at once: the builder is fastest in batches
+    entry = dec.state.entry
+    lists = []
+    for k, msg in enumerate(dec.m.tracebacks):
+      fl = []
+      for j in msg.frames:
+        f = entry("frames", j, "frame", f"tracebacks[{k}]")
+        fl.append((entry("strings", f.file, "string", f"frames[{j}]"),
+                   entry("strings", f.function, "string", f"frames[{j}]"),
+                   f.line, f.column, f.end_line, f.end_column))
+      lists.append(fl)
+    done.update(enumerate(make_tracebacks(lists)))
+  tb = done.get(i)
+  if tb is None:
+    dec.state.entry("tracebacks", i, "traceback", path)
+  return tb
+
+
+def _decode_name_stack(dec, i: int, path: str):
+  def make():
+    msg = dec.state.entry("name_stacks", i, "name stack", path)
+    return compat.NameStack(tuple(
+        (compat.Transform if s.transform else compat.Scope)(s.name) for s in msg.scopes))
+  return dec.state.get("name_stacks", i, "name stack", path, make)
+
+
+def decode_source_info(dec, tb: int, ns: int, path: str):
+  """The SourceInfo of an eqn's traceback and name stack indices."""
+  done = dec.state.decoded["source_infos"]
+  si = done.get((tb, ns))
+  if si is None:
+    si = done[(tb, ns)] = make_source_info(
+        _decode_traceback(dec, tb, path), _decode_name_stack(dec, ns, path))
+  return si
 
 
 # ------------------------------------------------------------ code objects

@@ -1,0 +1,120 @@
+"""Abstract values: shaped arrays (dtype, shape with symbolic dims, weak type,
+memory space, sharding, manual axes), tokens and refs."""
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from jaxpr_proto import compat
+from jaxpr_proto.codec import sharding
+from jaxpr_proto.codec.dtypes import decode_dtype, encode_dtype
+from jaxpr_proto.errors import DecodeError, EncodeError
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+_MS = {compat.MemorySpace.Device: pb.MEMORY_SPACE_DEVICE_UNSPECIFIED,
+       compat.MemorySpace.Host: pb.MEMORY_SPACE_HOST,
+       compat.MemorySpace.Any: pb.MEMORY_SPACE_ANY}
+_MS_INV = {v: k for k, v in _MS.items()}
+
+
+def encode_aval(enc, a, path) -> pb.Aval:
+  if isinstance(a, compat.ShapedArray):
+    return pb.Aval(shaped_array=_encode_shaped_array(enc, a, path))
+  if isinstance(a, compat.AbstractToken):
+    return pb.Aval(token=pb.AbstractToken())
+  if isinstance(a, compat.AbstractRef):
+    return pb.Aval(ref=pb.AbstractRef(
+        inner=enc.aval(a.inner_aval, path), memory_space=enc.value(a.memory_space, path),
+        kind=enc.value(a.kind, path)))
+  raise EncodeError(f"unsupported abstract value {a} ({type(a).__qualname__})", path)
+
+
+def decode_aval(dec, msg: pb.Aval, path: str):
+  kind = msg.WhichOneof("kind")
+  if kind == "shaped_array":
+    return _decode_shaped_array(dec, msg.shaped_array, path)
+  if kind == "token":
+    return compat.abstract_token
+  if kind == "ref":
+    inner = dec.aval(msg.ref.inner, path)
+    try:
+      return compat.AbstractRef(inner, dec.value(msg.ref.memory_space, path),
+                         dec.value(msg.ref.kind, path))
+    except Exception as e:
+      raise DecodeError(f"bad ref type: {e}", path) from None
+  raise DecodeError("empty aval", path)
+
+
+def _encode_shaped_array(enc, a, path) -> pb.ShapedArray:
+  out = pb.ShapedArray(weak_type=a.weak_type, memory_space=_MS[a.memory_space])
+  out.dtype, out.key_impl = encode_dtype(a.dtype, path)
+  for d in a.shape:
+    if isinstance(d, (int, np.integer)):
+      out.shape.add(constant=int(d))
+    else:
+      out.shape.add(symbolic=encode_symbolic_dim(enc, d, path))
+  default = compat.ShapedArray(a.shape, a.dtype, a.weak_type)
+  if a.sharding != default.sharding:
+    out.sharding.CopyFrom(sharding.encode_named_sharding(a.sharding, path, enc.state.features))
+  mat = compat.manual_axis_type(a)
+  out.varying.extend(sorted(mat.varying))
+  out.unreduced.extend(sorted(mat.unreduced))
+  out.reduced.extend(sorted(mat.reduced))
+  return out
+
+
+def _decode_shaped_array(dec, msg: pb.ShapedArray, path: str):
+  dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+  shape = tuple(_decode_dim(dec, d, path) for d in msg.shape)
+  try:
+    ms = _MS_INV[msg.memory_space]
+  except KeyError:
+    raise DecodeError(f"unknown memory space {msg.memory_space}", path) from None
+  kw = {}
+  if msg.HasField("sharding"):
+    kw["sharding"] = sharding.decode_named_sharding(msg.sharding, path + ".sharding")
+  if msg.varying or msg.unreduced or msg.reduced:
+    kw["manual_axis_type"] = compat.ManualAxisType(
+        varying=frozenset(msg.varying), unreduced=frozenset(msg.unreduced),
+        reduced=frozenset(msg.reduced))
+  try:
+    return compat.shaped_array(shape, dtype, msg.weak_type, memory_space=ms, **kw)
+  except Exception as e:
+    raise DecodeError(f"bad array type: {e}", path) from None
+
+
+def _decode_dim(dec, d: pb.Dim, path: str):
+  kind = d.WhichOneof("kind")
+  if kind == "constant":
+    if d.constant < 0:
+      raise DecodeError(f"negative dimension {d.constant}", path)
+    return d.constant
+  if kind == "symbolic":
+    return decode_symbolic_dim(dec, d.symbolic, path)
+  raise DecodeError("empty dimension", path)
+
+
+def encode_symbolic_dim(enc, d, path) -> str:
+  if not compat.is_symbolic_dim(d):
+    raise EncodeError(f"unsupported dimension {d!r}", path)
+  scope = d.scope
+  st = enc.state
+  if st.symbolic_scope is None:
+    st.symbolic_scope = scope
+  elif scope is not st.symbolic_scope:
+    raise EncodeError("symbolic dimensions from different scopes", path)
+  return str(d)
+
+
+def decode_symbolic_dim(dec, s: str, path: str):
+  st = dec.state
+  if st.symbolic_scope is None:
+    try:
+      st.symbolic_scope = jax.export.SymbolicScope(list(dec.m.symbolic_scope.constraints))
+    except Exception as e:
+      raise DecodeError(f"bad symbolic scope: {e}", "symbolic_scope") from None
+  try:
+    (dim,) = jax.export.symbolic_shape(s, scope=st.symbolic_scope)
+  except Exception as e:
+    raise DecodeError(f"bad symbolic dimension {s!r}: {e}", path) from None
+  return dim
