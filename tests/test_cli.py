@@ -261,6 +261,18 @@ def test_check(capsys, files):
   assert code == 1 and "mylib" in err
 
 
+def test_check_reports_every_file(capsys, files):
+  """A bad or missing file does not hide the files after it."""
+  code, out, err = run_cli(capsys, "check", files["bad"], files["mlp"], files["missing"], files["empty"])
+  assert code == 1
+  lines = out.splitlines()
+  assert [line.split(": ")[0] for line in lines] == [files[k] for k in ("bad", "mlp", "missing", "empty")]
+  assert [line.split(": ")[1].split(" ")[0] for line in lines] == ["FAILED", "ok", "FAILED", "FAILED"]
+  assert f"jaxpr-proto: error: {files['bad']}: not a valid .jaxpb file" in err
+  assert f"jaxpr-proto: error: {files['missing']}: No such file" in err
+  assert f"jaxpr-proto: error: {files['empty']}: not a jaxpr-proto file" in err
+
+
 # --- info ---------------------------------------------------------------------------
 
 def test_info_text_and_json(capsys, files):

@@ -131,8 +131,16 @@ def _run_checks(m) -> tuple[list[str], str]:
 def cmd_check(args) -> int:
   failed = False
   with progress_for(args.files, len(args.files) * 2) as progress:
-    for path in args.files:
-      m = read_module(path, progress)
+    for path in args.files:  # every file is reported, whatever the ones before it gave
+      try:
+        m = read_module(path, progress)
+      except (Error, OSError) as e:  # as `main` reports it, and on to the next file
+        progress.close()
+        why = _describe(e) if isinstance(e, Error) else (e.strerror or str(e))
+        _err(f"{PROG}: error: {path}: {why}")
+        _out(f"{path}: FAILED (not read)")
+        failed = True
+        continue
       progress.stage(f"checking {os.path.basename(path)}")
       problems, what = _run_checks(m)
       progress.close()
