@@ -19,7 +19,7 @@ from jax.tree_util import PyTreeDef
 
 from jaxpr_proto import _lru
 from jaxpr_proto import compat
-from jaxpr_proto.check import loading
+from jaxpr_proto.check import loading, signature
 from jaxpr_proto.codec import decoder
 from jaxpr_proto.codec import encoder
 from jaxpr_proto.codec import pytrees
@@ -48,14 +48,9 @@ class Function:
       raise TypeError(f"expected a ClosedJaxpr, got {type(closed_jaxpr).__name__}")
     if not isinstance(in_tree, PyTreeDef) or not isinstance(out_tree, PyTreeDef):
       raise TypeError("in_tree and out_tree must be PyTreeDefs")
-    n_in, n_out = len(closed_jaxpr.jaxpr.invars), len(closed_jaxpr.jaxpr.outvars)
-    if in_tree.num_leaves != n_in:
-      raise ValueError(f"in_tree has {in_tree.num_leaves} leaves, the jaxpr {n_in} inputs")
-    if out_tree.num_leaves != n_out:
-      raise ValueError(f"out_tree has {out_tree.num_leaves} leaves, the jaxpr {n_out} outputs")
-    if in_tree.node_data() is None or in_tree.node_data()[0] is not tuple \
-        or len(jax.tree_util.treedef_children(in_tree)) != 2:
-      raise ValueError(f"in_tree must be the structure of (args, kwargs), got {in_tree}")
+    for problem in signature.problems(in_tree, out_tree, len(closed_jaxpr.jaxpr.invars),
+                                      len(closed_jaxpr.jaxpr.outvars)):
+      raise ValueError(problem)
     self.closed_jaxpr = closed_jaxpr
     self.in_tree = in_tree
     self.out_tree = out_tree
@@ -204,19 +199,6 @@ def encode_function(f: Function, *, debug_info: bool = True) -> pb.Module:
 
 
 def decode_function(m: pb.Module, *, typecheck: bool = True) -> Function:
-  dec, cj = loading.decode(m, typecheck=typecheck)
-  sig = m.function
-  with decoder.refusing(lambda: "function"):
-    in_tree = dec.treedef(sig.in_tree, "function.in_tree")
-    out_tree = dec.treedef(sig.out_tree, "function.out_tree")
-    in_avals = [dec.aval(i, f"function.in_avals[{k}]") for k, i in enumerate(sig.in_avals)]
-    out_avals = [dec.aval(i, f"function.out_avals[{k}]") for k, i in enumerate(sig.out_avals)]
-  if in_avals != list(cj.in_avals):
-    raise DecodeError("function.in_avals do not match the jaxpr's inputs", "function.in_avals")
-  if out_avals != list(cj.out_avals):
-    raise DecodeError("function.out_avals do not match the jaxpr's outputs", "function.out_avals")
+  _, cj, (in_tree, out_tree) = loading.decode(m, typecheck=typecheck)
   digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
-  try:
-    return Function(cj, in_tree, out_tree, sig.name, _digest=digest)
-  except (TypeError, ValueError) as e:
-    raise DecodeError(f"bad function signature: {e}", "function") from None
+  return Function(cj, in_tree, out_tree, m.function.name, _digest=digest)

@@ -112,8 +112,10 @@ def test_unreached_table_entries_are_checked_too(m):
   paths = dict(r.errors)
   assert paths[f"jaxprs[{len(m.jaxprs) - 1}].outvars[0]"] == "variable id 5 is used before it is defined"
   assert f"avals[{len(m.avals) - 1}].ref.inner" in paths
-  # Loading ignores what the program does not reach.
-  jp.loads(m.SerializeToString())
+  # Loading refuses them too: loads and check agree on every file.
+  with pytest.raises(jp.DecodeError) as info:
+    jp.loads(m.SerializeToString())
+  assert (info.value.path, info.value.message) in r.errors
 
 
 def test_reference_cycle(m):

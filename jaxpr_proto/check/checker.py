@@ -37,14 +37,16 @@ import dataclasses
 import os
 
 from jaxpr_proto import compat
+from jaxpr_proto.check import param_rules
+from jaxpr_proto.check.signature import check_function
 from jaxpr_proto.check.structure import Structure, check_namespaces
-from jaxpr_proto.check.typecheck import type_errors
+from jaxpr_proto.check.typecheck import iter_type_errors
 from jaxpr_proto.codec import decoder as _decoder
 from jaxpr_proto.errors import CheckError, DecodeError, Error, VersionError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import files, versions, walk
 
-STAGES = ("structure", "params", "versions", "types")
+STAGES = ("structure", "params", "versions", "types", "function")
 
 
 @dataclasses.dataclass
@@ -92,7 +94,7 @@ class _Collector:
     self._seen: set[tuple[str, str]] = set()
     self.count = 0
 
-  def __call__(self, path: str, message: str) -> None:
+  def __call__(self, path: str, message: str, exception=None) -> None:
     key = (path, message)
     if key in self._seen:
       return
@@ -117,7 +119,7 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200) -> CheckRep
   err = _Collector(report, max_errors)
   m = _as_module(x, err)
   if m is not None:
-    _run(m, err, report)
+    run(m, err, report)
   if raise_on_error:
     report.raise_on_error()
   return report
@@ -146,41 +148,61 @@ def _check_versions(m, err, report) -> None:
   try:
     versions.check_version(m)
   except VersionError as e:
-    err(e.path, e.message)
+    err(e.path, e.message, e)
 
 
-def _run(m, err, report) -> None:
+def run(m, err, report, *, typecheck: bool = True):
+  """The stages, in order, reporting each problem to `err(path, message,
+  exception=None)`: `check` collects them all; every loader
+  (`loading.decode`) passes an `err` that raises the first. Returns (the
+  decoder, the root ClosedJaxpr, the function's (in_tree, out_tree) or
+  None), or None where a stage stopped the run."""
   # A file of another major has another structure: say only that.
   if m.format_version.major != versions.FORMAT_MAJOR:
     _check_versions(m, err, report)
-    return
+    return None
 
   err.stage = "structure"
   report.stages.append("structure")
   before = err.count
   Structure(m, err).run()
   if err.count > before:
-    return
+    return None
 
   err.stage = "params"
   report.stages.append("params")
   dec = _CheckingDecoder(m, err)
   params_before = err.count
-  roots = dec.decode_all()
+  root = dec.decode_all()
+  if root is not None and err.count == params_before and not dec.version_errors:
+    for path, message, is_version in param_rules.errors(dec):
+      if is_version:  # told in the versions stage
+        dec.version_errors.append((path, message, VersionError(message, path)))
+      else:
+        err(path, message)
 
   _check_versions(m, err, report)
   check_namespaces(m, err)
-  for path, message in dec.version_errors:
-    err(path, message)
-  if err.count > params_before or roots is None:
-    return
+  for path, message, e in dec.version_errors:
+    err(path, message, e)
+  if err.count > params_before or root is None:
+    return None
 
-  err.stage = "types"
-  report.stages.append("types")
-  for path, message in type_errors(dec):
-    err(path, message)
+  if typecheck:
+    err.stage = "types"
+    report.stages.append("types")
+    before = err.count
+    for path, message, is_version in iter_type_errors(dec):
+      err(path, message, VersionError(message, path) if is_version else None)
+  typed = err.count == params_before
+  trees = None
+  err.stage = "function"  # the signature is checked against the decoded types
+  report.stages.append("function")
   if m.HasField("function"):
-    _check_function(m, dec, roots, err)
+    trees = check_function(m, dec, root, err)
+    if trees is None:
+      return None
+  return (dec, root, trees) if typed else None
 
 
 # --- 2. params, and what else decoding builds -------------------------------------
@@ -211,7 +233,7 @@ class _VersionCollector:
     try:
       return self._u.params(prim_name, params, path)
     except VersionError as e:
-      self._sink.append((e.path, e.message))
+      self._sink.append((e.path, e.message, e))
       return params
 
 
@@ -240,9 +262,9 @@ class _CheckingDecoder(_decoder.Decoder):
 
   def _record(self, e: Error) -> None:
     if isinstance(e, VersionError):
-      self.version_errors.append((e.path, e.message))
+      self.version_errors.append((e.path, e.message, e))
     else:
-      self._err(e.path, e.message)
+      self._err(e.path, e.message, e)
 
   def primitive(self, i, path):
     try:
@@ -293,7 +315,8 @@ class _CheckingDecoder(_decoder.Decoder):
       self._err(self.state.where, "structure nested too deeply")
       return None
     except Exception as e:  # a gap in the decoder's checks or a bug: still reported
-      self._err(self.state.where, _decoder.internal_error(e, self.state.where).message)
+      ie = _decoder.internal_error(e, self.state.where)
+      self._err(ie.path, ie.message, ie)
       return None
     for i, kind, f, j in walk.rule_jaxprs(m):  # decoded lazily on load; here now
       where = f"rules[{i}].{kind}.{f}"
@@ -302,22 +325,6 @@ class _CheckingDecoder(_decoder.Decoder):
       except Error as e:
         self._record(e)
       except Exception as e:
-        self._err(where, _decoder.internal_error(e, where).message)
+        ie = _decoder.internal_error(e, where)
+        self._err(ie.path, ie.message, ie)
     return root
-
-
-def _check_function(m, dec, root, err) -> None:
-  sig = m.function
-  try:
-    dec.treedef(sig.in_tree, "function.in_tree")
-    dec.treedef(sig.out_tree, "function.out_tree")
-    ins = [dec.aval(i, f"function.in_avals[{k}]") for k, i in enumerate(sig.in_avals)]
-    outs = [dec.aval(i, f"function.out_avals[{k}]") for k, i in enumerate(sig.out_avals)]
-  except Error as e:
-    err(e.path, e.message)
-    return
-  if ins != list(root.in_avals):
-    err("function.in_avals", "the function's input types do not match the jaxpr's inputs")
-  if outs != list(root.out_avals):
-    err("function.out_avals", "the function's output types do not match the jaxpr's outputs")
-

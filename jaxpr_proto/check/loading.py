@@ -1,24 +1,31 @@
 """The one path by which a Module becomes a program: `jp.decode`, `jp.loads`,
 `jp.load`, jp.Function files and the CLI all load through `decode`, which
-`jp.check` shares stage for stage (see `checker`)."""
+runs the stages of `jp.check` (`checker.run`) and stops at the first error."""
 from __future__ import annotations
 
-from jaxpr_proto.check import typecheck as _typecheck
-from jaxpr_proto.codec import decoder
+from jaxpr_proto.check import checker
+from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 
+class _RaiseFirst:
+  """The `err` of checker.run for loading: raises the first problem, as the
+  exception the stage found where there is one."""
+  stage = ""
+  count = 0
+
+  def __call__(self, path: str, message: str, exception=None) -> None:
+    raise exception if exception is not None else DecodeError(message, path)
+
+
 def decode(m: pb.Module, *, typecheck: bool = True):
-  """Module -> (its Decoder, the root ClosedJaxpr); raises a DecodeError
-  naming the path of the first problem.
+  """Module -> (its Decoder, the root ClosedJaxpr, the function's (in_tree,
+  out_tree) or None); raises a DecodeError naming the path of the first
+  problem: the checks of `jp.check`, rules and function signature included.
 
   With `typecheck` (the default) each eqn is also checked by JAX's abstract
   evaluation: a file with the wrong number of operands or mismatched types is
   refused here rather than failing later, in JAX. Skip it only for files you
   trust.
   """
-  dec, cj = decoder.decode(m)
-  if typecheck:
-    with decoder.refusing(lambda: dec.state.where):
-      _typecheck.raise_first_type_error(dec)
-  return dec, cj
+  return checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck)

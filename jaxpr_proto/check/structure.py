@@ -52,8 +52,12 @@ class Structure:
           self.edge(("a", i), ("a", a.ref.inner), f"avals[{i}]")
         self.values(("a", i), a.ref.memory_space, f"avals[{i}].ref.memory_space")
         self.values(("a", i), a.ref.kind, f"avals[{i}].ref.kind")
+    # A param's errors wait for the paths: they are told at the first eqn using it.
+    err, param_errors = self.err, []
+    self.err = lambda path, message: param_errors.append((path, message))
     for i, p in enumerate(m.params):
       self.values(("p", i), p.value, f"params[{i}]({p.name})")
+    self.err = err
     self.rules()
     for i, c in enumerate(m.closed_jaxprs):
       if self.ref("jaxprs", c.jaxpr, f"closed_jaxprs[{i}].jaxpr", "jaxpr"):
@@ -70,6 +74,8 @@ class Structure:
       self.treedef(("f", 0), sig.in_tree, "function.in_tree", 0)
       self.treedef(("f", 0), sig.out_tree, "function.out_tree", 0)
     self.assign_paths()
+    for path, message in param_errors:
+      self.err(self.param_path(path), message)
     for i, j in enumerate(m.jaxprs):
       self.jaxpr(i, j)
     self.cycles_and_depth()
@@ -130,6 +136,7 @@ class Structure:
             refs.append((("p", q), k, m.params[q].name))
       self._eqn_refs[i] = refs
     paths = self.paths
+    self.param_paths: dict[int, str] = {}
     limit = MAX_DEPTH  # deeper nodes keep their table paths (a path grows with depth)
     stack = [(("c", m.root), "", 0)] if 0 <= m.root < self.n["closed_jaxprs"] else []
     while stack:
@@ -143,6 +150,7 @@ class Structure:
       if node[0] == "j":
         prefix = f"{path}." if path else ""
         for pnode, k, name in self._eqn_refs.get(node[1], ()):
+          self.param_paths.setdefault(pnode[1], f"{prefix}eqn[{k}].params.{name}")
           for child, sub in self.edges.get(pnode, ()):
             if child[0] in "jc":
               rel = sub.split(")", 1)[1] if ")" in sub else ""
@@ -155,6 +163,13 @@ class Structure:
     for node in list(paths):
       if node[0] in "jc" and paths[node].count(".params.") > limit:
         del paths[node]
+
+  def param_path(self, path: str) -> str:
+    """`params[i](name)...` as the path of the first eqn that has the param."""
+    head, sep, rest = path.partition(")")
+    i = int(head[len("params["):].split("]")[0]) if head.startswith("params[") else None
+    at = self.param_paths.get(i)
+    return f"{at}{rest}" if sep and at is not None else path
 
   def path_of(self, node) -> str:
     p = self.paths.get(node)

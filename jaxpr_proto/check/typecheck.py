@@ -12,7 +12,6 @@ import contextlib
 import re
 
 from jaxpr_proto import compat
-from jaxpr_proto.errors import DecodeError, VersionError
 
 
 _UNEXPECTED = re.compile(r"unexpected keyword argument '([^']+)'")
@@ -130,7 +129,7 @@ def _not_reached(dec) -> set[int]:
   return alone
 
 
-def _iter_type_errors(dec):
+def iter_type_errors(dec):
   """(path, message, is_version) of the type errors of all jaxprs that `dec`
   decoded, innermost first; an eqn that only fails because a jaxpr it holds
   does is not reported again.
@@ -186,15 +185,3 @@ def _const_errors(dec):
       if not ok:
         prefix = f"{jpath}." if jpath else ""
         yield f"{prefix}consts[{k}]", f"constant does not match its variable's type {v.aval.str_short()}", False
-
-
-def type_errors(dec) -> list[tuple[str, str]]:
-  """All type errors (path, message) of what `dec` decoded."""
-  return [(p, m) for p, m, _ in _iter_type_errors(dec)]
-
-
-def raise_first_type_error(dec) -> None:
-  """For decoding: raises the first type error as a DecodeError (a
-  VersionError when a newer JAX's param is the cause)."""
-  for path, msg, is_version in _iter_type_errors(dec):
-    raise (VersionError if is_version else DecodeError)(msg, path)

@@ -26,3 +26,9 @@ def open_jaxpr_params(version) -> dict[str, frozenset]:
   """{primitive: params that hold an open Jaxpr} of a JAX minor before 0.11."""
   t = _table(tuple(version[:2]))
   return {k: frozenset(v) for k, v in getattr(t, "OPEN_JAXPR_PARAMS", {}).items()}
+
+
+def param_schemas(version) -> dict[str, dict]:
+  """{primitive: {param: type tree}} of a JAX minor (see check.param_schema),
+  or {} for a minor without a table."""
+  return getattr(_table(tuple(version[:2])), "PARAM_SCHEMAS", {})

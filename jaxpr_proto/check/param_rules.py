@@ -1,0 +1,252 @@
+"""The param checks of the `params` stage: each eqn's params against its
+primitive's schema (`param_schema`), and the few relations between params,
+operands and sub-jaxprs that neither a type nor JAX's own type rules check
+(JAX's `while` rule, for one, leaves its jaxprs' signatures unchecked:
+"TODO(frostig,mattjj): check cond_jaxpr, body_jaxpr types").
+
+The hand-written constraints are all here, one function per primitive in
+`RULES`; each yields (param or None, message).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from jaxpr_proto import compat
+from jaxpr_proto.check import param_schema
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def errors(dec):
+  """(path, message, is_version) of each param problem in every jaxpr `dec`
+  decoded. In a file of a newer JAX, each is put down to that JAX
+  (is_version): its primitives may take params this JAX's do not."""
+  up = dec.upgrader
+  newer = bool(up) and up.newer
+  for path, message in _errors(dec):
+    if not newer:
+      yield path, message, False
+      continue
+    m = _TAKES_NOT.match(message)
+    if m:
+      prim, name = m.groups()
+      message = f"primitive {prim} has param {name!r}, which this JAX's {prim} lacks"
+    yield path, f"{message} ({up.describe()})", True
+
+
+_TAKES_NOT = re.compile(r"primitive (\S+) does not take a param '([^']*)'$")
+
+
+def _errors(dec):
+  for i, path in list(dec.state.jaxpr_paths.items()):
+    jaxpr = dec.state.decoded["jaxprs"].get(i)
+    if not isinstance(jaxpr, compat.Jaxpr):
+      continue
+    prefix = f"{path}." if path else ""
+    for k, eqn in enumerate(jaxpr.eqns):
+      where = f"{prefix}eqn[{k}]"
+      for param, message in eqn_errors(eqn):
+        yield (f"{where}.params.{param}" if param else where), message
+
+
+def eqn_errors(eqn):
+  name = eqn.primitive.name
+  found = False
+  for param, message in param_schema.errors(name, eqn.params):
+    found = True
+    yield param, message
+  for param, v in eqn.params.items():
+    why = _unhashable(v) or _big_int(v)
+    if why:
+      found = True
+      yield param, f"{name}'s {param} {why}"
+  if found:
+    return
+  rule = RULES.get(name)
+  if rule is not None:
+    try:
+      yield from rule(eqn, **eqn.params)
+    except (TypeError, AttributeError, ValueError) as e:  # params of a shape no rule foresaw
+      yield None, f"{name}: params do not fit together ({type(e).__name__}: {e})"
+
+
+def _unhashable(v):
+  try:
+    hash(v)
+  except Exception:
+    return "is not hashable (JAX caches eqns by their params)"
+  return None
+
+
+def _big_int(v, depth=0):
+  if type(v) is int:
+    return None if _INT64[0] <= v <= _INT64[1] else "holds an integer that does not fit int64"
+  if type(v) in (tuple, list, frozenset) and depth < 8:
+    for x in v:
+      why = _big_int(x, depth + 1)
+      if why:
+        return why
+  return None
+
+
+# --- sub-jaxpr signatures ------------------------------------------------------------
+
+def _avals(xs):
+  return [x.aval for x in xs]
+
+
+def _in_avals(j):
+  return list(j.in_avals) if isinstance(j, compat.ClosedJaxpr) else _avals(j.invars)
+
+
+def _out_avals(j):
+  return list(j.out_avals) if isinstance(j, compat.ClosedJaxpr) else _avals(j.outvars)
+
+
+def _match(a, b) -> bool:
+  try:
+    return compat.core.typematch(a, b)
+  except Exception:
+    return False
+
+
+def _signature(param, what, got, want):
+  """A message where the avals `got` of `param`'s `what` are not `want`."""
+  if len(got) != len(want):
+    return param, f"{param} takes {len(got)} {what} where the eqn gives it {len(want)}"
+  for k, (g, w) in enumerate(zip(got, want)):
+    if not _match(g, w):
+      return param, f"{param}'s {what} {k} is {g.str_short()} where it gets {w.str_short()}"
+  return None
+
+
+def _jaxpr_fits(param, j, ins, outs):
+  """Errors where jaxpr `j` does not take `ins` or give `outs` (None: unchecked)."""
+  if not isinstance(j, (compat.ClosedJaxpr, compat.Jaxpr)):
+    return [(param, f"{param} is not a jaxpr")]
+  found = []
+  if ins is not None:
+    found.append(_signature(param, "inputs", _in_avals(j), ins))
+  if outs is not None:
+    found.append(_signature(param, "outputs", _out_avals(j), outs))
+  return [f for f in found if f]
+
+
+def _count(param, n, total):
+  if type(n) is not int or not 0 <= n <= total:
+    return param, f"{param}={n!r} is out of range for {total} operands"
+  return None
+
+
+_BOOL = compat.ShapedArray((), np.dtype("bool"))
+
+
+def _scalar(aval):
+  return compat.ShapedArray((), aval.dtype)
+
+
+def _while(eqn, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, **_):
+  ins = _avals(eqn.invars)
+  for bad in (_count("cond_nconsts", cond_nconsts, len(ins)),
+              _count("body_nconsts", body_nconsts, len(ins) - min(cond_nconsts, len(ins)))):
+    if bad:
+      yield bad
+      return
+  carry = ins[cond_nconsts + body_nconsts:]
+  yield from _jaxpr_fits("cond_jaxpr", cond_jaxpr, ins[:cond_nconsts] + carry, None)
+  cond_out = _out_avals(cond_jaxpr)
+  if len(cond_out) != 1 or not _match(cond_out[0], _BOOL):
+    yield "cond_jaxpr", "cond_jaxpr must give one bool scalar"
+  body_consts = ins[cond_nconsts:cond_nconsts + body_nconsts]
+  yield from _jaxpr_fits("body_jaxpr", body_jaxpr, body_consts + carry, carry)
+  if len(eqn.outvars) != len(carry):
+    yield None, f"while gives {len(eqn.outvars)} outputs for a carry of {len(carry)}"
+
+
+def _call_jaxpr(param):
+  def rule(eqn, **params):
+    yield from _jaxpr_fits(param, params[param], _avals(eqn.invars), _avals(eqn.outvars))
+  return rule
+
+
+def _jit(eqn, *, jaxpr, in_shardings, out_shardings, in_layouts, out_layouts,
+         donated_invars, **_):
+  n_in, n_out = len(eqn.invars), len(eqn.outvars)
+  for param, v, n in (("in_shardings", in_shardings, n_in), ("in_layouts", in_layouts, n_in),
+                      ("donated_invars", donated_invars, n_in),
+                      ("out_shardings", out_shardings, n_out),
+                      ("out_layouts", out_layouts, n_out)):
+    if len(v) != n:
+      yield param, f"{param} has {len(v)} entries for {n} {param.split('_')[0]}puts"
+  yield from _jaxpr_fits("jaxpr", jaxpr, _avals(eqn.invars), _avals(eqn.outvars))
+
+
+def _reducer(param, n_operands):
+  """A rule for a jaxpr that reduces scalars: 2n in, n out, of the operands' dtypes."""
+  def rule(eqn, **params):
+    n = n_operands(eqn, params)
+    ops = [_scalar(a) for a in _avals(eqn.invars[:n])]
+    yield from _jaxpr_fits(param, params[param], ops + ops, ops)
+  return rule
+
+
+def _select_and_scatter(eqn, *, select_jaxpr, scatter_jaxpr, **_):
+  operand, source = eqn.invars[0].aval, eqn.invars[1].aval  # (operand, source, init)
+  o, s = _scalar(operand), _scalar(source)
+  yield from _jaxpr_fits("select_jaxpr", select_jaxpr, [o, o], [_BOOL])
+  yield from _jaxpr_fits("scatter_jaxpr", scatter_jaxpr, [s, s], [s])
+
+
+def _scatter(eqn, *, update_jaxpr, **_):
+  if update_jaxpr is None:
+    return
+  s = _scalar(eqn.invars[0].aval)
+  yield from _jaxpr_fits("update_jaxpr", update_jaxpr, [s, s], [s])
+
+
+def _windowed(eqn, *, window_dimensions, window_strides, padding, base_dilation=None,
+              window_dilation=None, **params):
+  """A windowed reduction: one window entry per operand axis, padding pairs
+  of ints (XLA aborts on others; JAX's shape rules do not all check)."""
+  rank = len(eqn.invars[0].aval.shape)
+  for param, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
+                   ("padding", padding), ("base_dilation", base_dilation),
+                   ("window_dilation", window_dilation)):
+    if v is not None and len(v) != rank:
+      yield param, f"{param} has {len(v)} entries for an operand of rank {rank}"
+  for k, p in enumerate(padding):
+    if len(p) != 2:
+      yield "padding", f"padding[{k}] is not a (low, high) pair"
+  for param, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
+                   ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
+    if v is not None and any(type(d) is int and d < 1 for d in v):
+      yield param, f"{param} must be positive"
+  if "select_jaxpr" in params:
+    yield from _select_and_scatter(eqn, **params)
+
+
+def _reduce_window(eqn, **params):
+  yield from _reducer("jaxpr", lambda e, p: len(e.invars) // 2)(eqn, **params)
+  yield from _windowed(eqn, **params)
+
+
+RULES = {
+    "while": _while,
+    "jit": _jit,
+    "checkpoint": _call_jaxpr("jaxpr"),
+    "remat": _call_jaxpr("jaxpr"),
+    "closed_call": _call_jaxpr("call_jaxpr"),
+    "core_call": _call_jaxpr("call_jaxpr"),
+    "reduce": _reducer("jaxpr", lambda eqn, p: len(eqn.invars) // 2),
+    "reduce_window": _reduce_window,
+    "select_and_scatter": _windowed,
+    "select_and_scatter_add": _windowed,
+    "select_and_gather_add": _windowed,
+    "reduce_window_sum": _windowed,
+    "reduce_window_max": _windowed,
+    "reduce_window_min": _windowed,
+    **{name: _scatter for name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul",
+                                   "scatter-min", "scatter-max")},
+}

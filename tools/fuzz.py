@@ -1,0 +1,615 @@
+"""A fuzzer for loading untrusted .jaxpb files: what loads must run.
+
+Each case mutates one seed, a .jaxpb file of every corpus program
+(tests/corpus.py, traced here) and of the golden files (tests/golden/), at
+the protobuf field level (a random field anywhere in the Module set to an
+interesting value: indices just in and out of range, huge and negative
+numbers, unknown enum numbers, other strings, repeated fields dropped,
+duplicated or reordered, sub-messages cleared) or, less often, at the byte
+level, and judges it (`judge`):
+
+* `jp.loads` must return or raise a `jp.DecodeError` (not an InternalError,
+  the decoder's last-resort wrapper for a check it lacks);
+* `jp.check` must agree: ok exactly when `jp.loads` returned;
+* what loaded must run: `jax.jit` of the program on inputs of its input
+  types, and `jax.vjp` pulled back where the seed's program is
+  differentiable, raise nothing;
+* no case may crash the process (each runs in a worker process, restarted
+  after a crash) or run past the time limit.
+
+    .venv/bin/python tools/fuzz.py --cases 20000 --seed 1          # a long run
+    .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
+    .venv/bin/python tools/fuzz.py --atheris -- -runs=100000        # coverage-guided
+
+Bad cases are written to --save (default /tmp/jaxpr_proto_fuzz) as .jaxpb
+files; those worth keeping go to tests/fuzz_regressions/, which the test
+suite replays. `--atheris` runs the same judge under atheris's
+coverage-guided engine with this field-level mutator as its custom mutator
+(atheris-libprotobuf-mutator needs bazel to build, which this machine's
+registries do not have). tests/test_fuzz.py runs a bounded run.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import multiprocessing
+import os
+import pathlib
+import random
+import signal
+import sys
+import time
+import traceback
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+REGRESSIONS = ROOT / "tests" / "fuzz_regressions"
+TIME_LIMIT_S = float(os.environ.get("JAXPR_PROTO_FUZZ_TIME_LIMIT", "20"))
+# Inputs of more bytes than this are not made: the case counts as loaded, not run.
+MAX_INPUT_BYTES = 1 << 26
+
+sys.path.insert(0, str(ROOT))
+
+import jaxpr_proto as jp  # noqa: E402
+from jaxpr_proto.v1 import jaxpr_pb2 as pb  # noqa: E402
+from google.protobuf import descriptor as _descriptor  # noqa: E402
+
+_FD = _descriptor.FieldDescriptor
+
+# The outcomes that are not bad.
+GOOD = ("refused", "ran", "loaded_not_run")
+
+
+# --- seeds ---------------------------------------------------------------------
+
+def golden_seeds() -> list[tuple[str, bytes]]:
+  """The newest golden file of each program."""
+  latest: dict[str, pathlib.Path] = {}
+  for f in sorted(GOLDEN.glob("v1.*/*.jaxpb")):
+    latest[f.stem] = f
+  return [(f"golden/{k}", f.read_bytes()) for k, f in sorted(latest.items())]
+
+
+def corpus_seeds(names=None) -> list[tuple[str, bytes]]:
+  """Every corpus program (or those named), traced and dumped here."""
+  sys.path.insert(0, str(ROOT / "tests"))
+  import corpus
+  out = []
+  for p in corpus.PROGRAMS:
+    if names is not None and p.name not in names:
+      continue
+    try:
+      out.append((f"corpus/{p.name}", jp.dumps(corpus.trace(p))))
+    except Exception:  # a program this JAX cannot trace or jaxpr_proto cannot save
+      pass
+  return out
+
+
+def seeds(corpus: bool = True) -> list[tuple[str, bytes]]:
+  return golden_seeds() + (corpus_seeds() if corpus else [])
+
+
+# --- mutations -----------------------------------------------------------------
+
+_INT_RANGES = {
+    _FD.TYPE_UINT32: (0, 2**32 - 1), _FD.TYPE_UINT64: (0, 2**64 - 1),
+    _FD.TYPE_INT32: (-2**31, 2**31 - 1), _FD.TYPE_SINT32: (-2**31, 2**31 - 1),
+    _FD.TYPE_INT64: (-2**63, 2**63 - 1), _FD.TYPE_SINT64: (-2**63, 2**63 - 1),
+    _FD.TYPE_ENUM: (-2**31, 2**31 - 1),
+}
+_STRINGS = ("", "x", "jax", "add", "axes", "jax::io", "jax::lax.GatherScatterMode",
+            "threefry2x32", "b", "2*b + 1", "b >= 2", "-", "99999999999999999999",
+            "\u00e9\u4e2d", "a" * 300, "jax::UNSPECIFIED", "jax::prng_impl",
+            "jax::ad_checkpoint.SaveOnlyTheseNames", "out_sharding", "call_jaxpr",
+            "jaxpr", "branches", "jax.pallas.core", "1" * 5000)
+
+
+def _fields(msg, out, rng, depth=0):
+  """Reservoir of (message, field, index) over the whole message tree."""
+  for fd, value in msg.ListFields():
+    if fd.is_repeated:
+      out.append((msg, fd, None))  # the list itself
+      for i, v in enumerate(value):
+        out.append((msg, fd, i))
+        if fd.type == _FD.TYPE_MESSAGE and depth < 60:
+          _fields(v, out, rng, depth + 1)
+    else:
+      out.append((msg, fd, -1))
+      if fd.type == _FD.TYPE_MESSAGE and depth < 60:
+        _fields(value, out, rng, depth + 1)
+
+
+def _interesting_int(rng, fd, current):
+  lo, hi = _INT_RANGES.get(fd.type, (0, 2**32 - 1))
+  c = int(current) if isinstance(current, (int, np.integer)) else 0
+  choices = [0, 1, 2, 3, c + 1, c - 1, c + 2, c * 2, hi, lo, hi // 2, 2**31 - 1,
+             2**32 - 1, -1, 2**40, rng.randint(lo, hi), rng.randint(0, 64), 100, 255]
+  v = rng.choice(choices)
+  return min(max(v, lo), hi)
+
+
+def _new_value(rng, fd, current):
+  t = fd.type
+  if t in _INT_RANGES:
+    return _interesting_int(rng, fd, current)
+  if t == _FD.TYPE_BOOL:
+    return not current
+  if t in (_FD.TYPE_DOUBLE, _FD.TYPE_FLOAT):
+    return rng.choice([0.0, -0.0, 1.0, -1.0, float("nan"), float("inf"), 1e308, 2.5])
+  if t == _FD.TYPE_STRING:
+    return rng.choice(_STRINGS)
+  if t == _FD.TYPE_BYTES:
+    b = bytes(current)
+    return rng.choice([b"", b[: len(b) // 2], b + b"\0", b * 2, bytes(rng.randrange(256) for _ in range(8))])
+  return None
+
+
+def mutate_message(m: pb.Module, rng: random.Random) -> None:
+  cands: list = []
+  _fields(m, cands, rng)
+  if not cands:
+    return
+  msg, fd, i = rng.choice(cands)
+  container = getattr(msg, fd.name)
+  if i is None:  # the repeated field as a whole
+    n = len(container)
+    op = rng.choice(["clear", "drop", "dup", "swap"])
+    if op == "clear" or n == 0:
+      msg.ClearField(fd.name)
+    elif op == "drop":
+      del container[rng.randrange(n)]
+    elif op == "dup":
+      k = rng.randrange(n)
+      if fd.type == _FD.TYPE_MESSAGE:
+        container.add().CopyFrom(container[k])
+      else:
+        container.append(container[k])
+    elif n >= 2:
+      a, b = rng.sample(range(n), 2)
+      if fd.type == _FD.TYPE_MESSAGE:
+        x, y = type(container[a])(), type(container[b])()
+        x.CopyFrom(container[a]), y.CopyFrom(container[b])
+        container[a].CopyFrom(y), container[b].CopyFrom(x)
+      else:
+        container[a], container[b] = container[b], container[a]
+    return
+  if fd.type == _FD.TYPE_MESSAGE:
+    target = container[i] if i >= 0 else container
+    if rng.random() < 0.5 and i < 0:
+      msg.ClearField(fd.name)
+    else:
+      sub: list = []
+      _fields(target, sub, rng)
+      if sub:
+        m2, fd2, i2 = rng.choice(sub)
+        if i2 is None or fd2.type == _FD.TYPE_MESSAGE:
+          m2.ClearField(fd2.name)
+        else:
+          _set(m2, fd2, i2, rng)
+      else:
+        msg.ClearField(fd.name) if i < 0 else None
+    return
+  _set(msg, fd, i, rng)
+
+
+def _set(msg, fd, i, rng):
+  try:
+    if i is not None and i >= 0:
+      rep = getattr(msg, fd.name)
+      rep[i] = _new_value(rng, fd, rep[i])
+    else:
+      setattr(msg, fd.name, _new_value(rng, fd, getattr(msg, fd.name)))
+  except (ValueError, TypeError):  # e.g. a value outside the field's range
+    pass
+
+
+def mutate_bytes(data: bytes, other: bytes, rng: random.Random) -> bytes:
+  b = bytearray(data)
+  if not b:
+    return bytes(rng.randrange(256) for _ in range(rng.randrange(64)))
+  op = rng.choice(["flip", "flip", "set", "truncate", "delete", "dup", "splice", "insert", "random"])
+  n = len(b)
+  if op == "flip":
+    for _ in range(rng.randint(1, 8)):
+      k = rng.randrange(n)
+      b[k] ^= 1 << rng.randrange(8)
+  elif op == "set":
+    for _ in range(rng.randint(1, 4)):
+      b[rng.randrange(n)] = rng.choice([0, 1, 0x7F, 0x80, 0xFF, rng.randrange(256)])
+  elif op == "truncate":
+    del b[rng.randrange(n):]
+  elif op == "delete":
+    k = rng.randrange(n)
+    del b[k:k + rng.randint(1, 64)]
+  elif op == "dup":
+    k = rng.randrange(n)
+    chunk = b[k:k + rng.randint(1, 256)]
+    j = rng.randrange(n)
+    b[j:j] = chunk
+  elif op == "splice":
+    k, j = rng.randrange(n), rng.randrange(len(other) or 1)
+    b = b[:k] + other[j:]
+  elif op == "insert":
+    k = rng.randrange(n)
+    b[k:k] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+  else:
+    return bytes(rng.randrange(256) for _ in range(rng.randrange(2 * n)))
+  return bytes(b)
+
+
+def make_case(seed_list, k: int, base_seed: int = 0) -> tuple[str, bytes]:
+  """Case k of a run: (label, bytes)."""
+  rng = random.Random(base_seed * 1_000_003 + k)
+  name, data = seed_list[rng.randrange(len(seed_list))]
+  if rng.random() < 0.2:
+    other = seed_list[rng.randrange(len(seed_list))][1]
+    return f"{name}/bytes", mutate_bytes(data, other, rng)
+  m = pb.Module()
+  m.ParseFromString(data)
+  for _ in range(rng.choice([1, 1, 1, 2, 3])):
+    mutate_message(m, rng)
+  try:
+    return f"{name}/message", m.SerializeToString()
+  except Exception:  # a message protobuf refuses to write (nesting, ...)
+    return f"{name}/message", data
+
+
+# --- judging ---------------------------------------------------------------------
+
+class _Timeout(BaseException):
+  pass
+
+
+def _alarm(signum, frame):
+  raise _Timeout()
+
+
+def _example(aval):
+  """An input of type `aval`, or None when it would be too big."""
+  import jax
+  import jax.numpy as jnp
+  shape = tuple(aval.shape)
+  dtype = aval.dtype
+  if any(not isinstance(d, (int, np.integer)) for d in shape):
+    return None  # a symbolic shape
+  n = int(np.prod(shape, dtype=object)) if shape else 1
+  if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+    impl = dtype._impl
+    data = np.zeros(shape + tuple(impl.key_shape), np.uint32)
+    return None if data.nbytes > MAX_INPUT_BYTES else jax.random.wrap_key_data(data, impl=impl)
+  if n * max(np.dtype(dtype).itemsize, 1) > MAX_INPUT_BYTES:
+    return None
+  if dtype == jax.dtypes.float0:
+    return np.zeros(shape, dtype)
+  if jnp.issubdtype(dtype, jnp.inexact):
+    return np.full(shape, 0.5, dtype)
+  return np.ones(shape, dtype)
+
+
+def _differentiable_args(cj):
+  import jax.numpy as jnp
+  return [jnp.issubdtype(a.dtype, jnp.floating) for a in cj.in_avals]
+
+
+def _too_big(jaxpr, depth=0) -> bool:
+  """Whether a value the program makes is over MAX_INPUT_BYTES: a program
+  may need more memory than this machine has, which says nothing of the file."""
+  from jaxpr_proto import compat
+  for eqn in jaxpr.eqns:
+    for v in eqn.outvars:
+      shape, dtype = getattr(v.aval, "shape", ()), getattr(v.aval, "dtype", None)
+      if dtype is None or any(not isinstance(d, (int, np.integer)) for d in shape):
+        continue
+      n = int(np.prod(shape, dtype=object)) if shape else 1
+      if n * max(getattr(dtype, "itemsize", 1), 1) > MAX_INPUT_BYTES:
+        return True
+    if depth < 50:
+      for sub in compat.jaxprs_in_params(eqn.params):
+        if _too_big(getattr(sub, "jaxpr", sub), depth + 1):
+          return True
+  return False
+
+
+def _run_program(cj, vjp: bool) -> str:
+  """'ran' or 'loaded_not_run'; raises what JAX raised."""
+  import jax
+  from jax.extend.core import jaxpr_as_fun
+  args = [_example(a) for a in cj.in_avals]
+  if any(a is None for a in args) or _too_big(cj.jaxpr):
+    return "loaded_not_run"
+  f = jaxpr_as_fun(cj)
+  jax.block_until_ready(jax.jit(f)(*args))
+  if vjp:
+    out, pull = jax.vjp(f, *args)
+    jax.block_until_ready(pull(jax.tree.map(lambda o: np.ones(o.shape, o.dtype)
+                                             if o.dtype != jax.dtypes.float0 else o, out)))
+  return "ran"
+
+
+def _vjp_ok(cj) -> bool:
+  """Whether a seed's program can be pulled back (JAX's vjp of it works)."""
+  import jax.numpy as jnp
+  if not all(jnp.issubdtype(a.dtype, jnp.floating) for a in list(cj.in_avals) + list(cj.out_avals)):
+    return False
+  try:
+    return _run_program(cj, vjp=True) == "ran"
+  except Exception:
+    return False
+
+
+# Run outcomes by program (`_program_key`): most mutations that load change
+# only what running does not read (names, source info), and compiling again
+# the same program is most of a case's time.
+_RUNS: dict = {}
+
+
+def _program_key(cj) -> bytes:
+  """A digest of what running reads: the printed jaxpr, with its params,
+  types and effects, and the constants' bytes."""
+  import hashlib
+  h = hashlib.sha256(cj.jaxpr.pretty_print(source_info=False, name_stack=False,
+                                           print_effects=True).encode())
+  for c in cj.consts:
+    try:
+      a = np.asarray(c)
+      h.update(f"{a.dtype}{a.shape}{type(c).__name__}".encode() + a.tobytes())
+    except Exception:  # a key array, a token: their repr says what they are
+      h.update(repr(c).encode())
+  return h.digest()
+
+
+def _closed(x):
+  return x.closed_jaxpr if isinstance(x, jp.Function) else x
+
+
+def judge(data: bytes) -> tuple[str, str]:
+  """(outcome, detail) of one case, run in this process: an outcome in GOOD,
+  or 'escaped', 'unchecked', 'disagree', 'fails_in_jax', 'hang'."""
+  old = signal.signal(signal.SIGALRM, _alarm)
+  signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
+  stage = "jp.loads"
+  try:
+    try:
+      loaded = jp.loads(data)
+      error = None
+    except jp.DecodeError as e:
+      if isinstance(e, jp.InternalError):
+        return "unchecked", f"jp.loads: {e}"
+      loaded, error = None, e
+    stage = "jp.check"
+    report = jp.check(data)
+    if report.ok != (error is None):
+      said = f"loads: {error}" if error else "loads accepts it"
+      return "disagree", f"{said}; check: {report.format()[:2000]}"
+    if error is not None:
+      return "refused", type(error).__name__
+    stage = "running"
+    cj = _closed(loaded)
+    key = _program_key(cj)
+    if key not in _RUNS:
+      try:
+        _RUNS[key] = _run_program(cj, vjp=False), ""
+      except _Timeout:
+        raise
+      except Exception as e:
+        _RUNS[key] = "fails_in_jax", f"jit: {type(e).__name__}: {str(e)[:1500]}"
+    return _RUNS[key]
+  except _Timeout:
+    return "hang", stage
+  except Exception as e:
+    return "escaped", f"{stage}: {type(e).__name__}: {e}\n{traceback.format_exc(limit=-6)}"
+  finally:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def judge_vjp(data: bytes) -> tuple[str, str]:
+  """For a case that ran, of a differentiable seed: its vjp must run too."""
+  old = signal.signal(signal.SIGALRM, _alarm)
+  signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
+  try:
+    cj = _closed(jp.loads(data))
+    if not all(d for d in _differentiable_args(cj)):
+      return "ran", ""
+    key = (_program_key(cj), "vjp")
+    if key not in _RUNS:
+      _RUNS[key] = _run_program(cj, vjp=True), ""
+    return _RUNS[key]
+  except _Timeout:
+    return "hang", "vjp"
+  except Exception as e:
+    return "fails_in_jax", f"vjp: {type(e).__name__}: {str(e)[:1500]}"
+  finally:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, old)
+
+
+# --- a worker process, so that a crash is a finding, not the end -----------------
+
+def _worker(conn):
+  import jax
+  jax.config.update("jax_platforms", "cpu")
+  vjp_seeds: dict[str, bool] = {}
+  cases = 0
+  while True:
+    msg = conn.recv()
+    if msg is None:
+      return
+    seed_name, seed_data, data = msg
+    cases += 1
+    if cases % 500 == 0:  # what jit keeps of each program it compiled
+      jax.clear_caches()
+    outcome, detail = judge(data)
+    if outcome == "ran":
+      ok = vjp_seeds.get(seed_name)
+      if ok is None:
+        try:
+          ok = vjp_seeds[seed_name] = _vjp_ok(_closed(jp.loads(seed_data)))
+        except Exception:
+          ok = vjp_seeds[seed_name] = False
+      if ok:
+        outcome, detail = judge_vjp(data)
+    conn.send((outcome, detail))
+
+
+class Runner:
+  """Judges cases in a worker process; a worker that dies or stops
+  answering is a crash or a hang, and is replaced."""
+
+  def __init__(self):
+    self._ctx = multiprocessing.get_context("spawn")
+    self._proc = None
+
+  def _start(self):
+    self._conn, child = self._ctx.Pipe()
+    self._proc = self._ctx.Process(target=_worker, args=(child,), daemon=True)
+    self._proc.start()
+    child.close()
+
+  def judge(self, seed_name: str, seed_data: bytes, data: bytes) -> tuple[str, str]:
+    if self._proc is None or not self._proc.is_alive():
+      self._start()
+    self._conn.send((seed_name, seed_data, data))
+    # Startup (importing JAX) and a first compile take a while; then the
+    # worker's own alarm answers within TIME_LIMIT_S per stage.
+    if self._conn.poll(4 * TIME_LIMIT_S + 60):
+      try:
+        return self._conn.recv()
+      except EOFError:
+        pass
+    else:
+      self.close()
+      return "hang", "the worker did not answer"
+    code = self._proc.exitcode if self._proc is not None else None
+    self._proc.join(5)
+    self._proc = None
+    sig = -code if code is not None and code < 0 else None
+    return "crash", (f"the worker died of signal {sig} ({signal.Signals(sig).name})"
+                     if sig else f"the worker exited with {code}")
+
+  def close(self):
+    if self._proc is not None:
+      if self._proc.is_alive():
+        self._proc.kill()
+      self._proc.join(5)
+      self._proc = None
+
+
+def fuzz(n_cases: int, first: int = 0, base_seed: int = 0, seed_list=None, save=None, log=None):
+  """Runs cases first .. first+n_cases-1; returns a summary dict."""
+  seed_list = seed_list if seed_list is not None else seeds()
+  seed_bytes = dict(seed_list)
+  runner = Runner()
+  counts: collections.Counter = collections.Counter()
+  failures = []
+  t0 = time.time()
+  try:
+    for k in range(first, first + n_cases):
+      label, data = make_case(seed_list, k, base_seed)
+      seed_name = label.rsplit("/", 1)[0]
+      outcome, detail = runner.judge(seed_name, seed_bytes[seed_name], data)
+      counts[outcome] += 1
+      if outcome not in GOOD:
+        failures.append((k, label, outcome, detail))
+        if save:
+          os.makedirs(save, exist_ok=True)
+          pathlib.Path(save, f"s{base_seed}_c{k}_{outcome}.jaxpb").write_bytes(data)
+      if log and (k - first + 1) % 500 == 0:
+        log(f"{k - first + 1} cases, {dict(counts)}, {time.time() - t0:.0f}s")
+  finally:
+    runner.close()
+  return {"cases": n_cases, "counts": dict(counts), "failures": failures,
+          "seconds": time.time() - t0, "seeds": len(seed_list), "base_seed": base_seed}
+
+
+def format_result(result) -> str:
+  bad = sum(v for k, v in result["counts"].items() if k not in GOOD)
+  lines = [f"{result['cases']} cases (seed {result['base_seed']}) over {result['seeds']} seeds "
+           f"in {result['seconds']:.0f}s: {result['counts']}; {bad} bad"]
+  for k, label, outcome, detail in result["failures"][:40]:
+    lines.append(f"  case {k} ({label}): {outcome}: {detail[:600]}")
+  return "\n".join(lines)
+
+
+def replay(folder) -> list[tuple[str, str, str]]:
+  """(file, outcome, detail) of each saved case, judged again."""
+  runner = Runner()
+  out = []
+  try:
+    for f in sorted(pathlib.Path(folder).glob("*.jaxpb")):
+      outcome, detail = runner.judge("", b"", f.read_bytes())
+      out.append((f.name, outcome, detail))
+  finally:
+    runner.close()
+  return out
+
+
+# --- atheris ---------------------------------------------------------------------
+
+def run_atheris(argv) -> None:
+  """Coverage-guided fuzzing: atheris picks inputs; this module's field-level
+  mutator (`mutate_message`) changes them; `judge` runs in this process, so
+  a crash or an uncaught exception stops atheris with the input saved."""
+  import atheris
+  seed_list = seeds()
+
+  def custom_mutator(data, max_size, seed):
+    rng = random.Random(seed)
+    m = pb.Module()
+    try:
+      m.ParseFromString(data)
+    except Exception:
+      m.ParseFromString(seed_list[rng.randrange(len(seed_list))][1])
+    if not m.ListFields():
+      m.ParseFromString(seed_list[rng.randrange(len(seed_list))][1])
+    mutate_message(m, rng)
+    try:
+      out = m.SerializeToString()
+    except Exception:
+      out = data
+    return out[:max_size] if len(out) > max_size else out
+
+  def test_one_input(data):
+    outcome, detail = judge(bytes(data))
+    if outcome not in GOOD:
+      raise RuntimeError(f"{outcome}: {detail}")
+
+  corpus_dir = pathlib.Path("/tmp/jaxpr_proto_atheris_corpus")
+  corpus_dir.mkdir(exist_ok=True)
+  for name, data in seed_list:
+    (corpus_dir / (name.replace("/", "_") + ".jaxpb")).write_bytes(data)
+  atheris.instrument_all()  # jaxpr_proto is imported already
+  atheris.Setup([sys.argv[0], *argv, str(corpus_dir)], test_one_input, custom_mutator=custom_mutator)
+  atheris.Fuzz()
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description="Fuzz loading .jaxpb files: what loads must run.")
+  ap.add_argument("--cases", type=int, default=1000)
+  ap.add_argument("--first", type=int, default=0)
+  ap.add_argument("--seed", type=int, default=0)
+  ap.add_argument("--golden-only", action="store_true", help="seeds: the golden files only")
+  ap.add_argument("--save", default="/tmp/jaxpr_proto_fuzz", help="folder for bad cases")
+  ap.add_argument("--replay", help="judge the .jaxpb files of a folder again")
+  ap.add_argument("--atheris", action="store_true", help="coverage-guided, with atheris")
+  args, rest = ap.parse_known_args(argv)
+  if args.atheris:
+    run_atheris(rest)
+    return 0
+  if args.replay:
+    bad = 0
+    for name, outcome, detail in replay(args.replay):
+      print(f"{name}: {outcome} {detail[:300]}")
+      bad += outcome not in GOOD
+    return 1 if bad else 0
+  result = fuzz(args.cases, args.first, args.seed, seeds(corpus=not args.golden_only),
+                save=args.save, log=lambda s: print(s, flush=True))
+  print(format_result(result), flush=True)
+  return 1 if result["failures"] else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
