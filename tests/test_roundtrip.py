@@ -162,3 +162,20 @@ def test_vmap_identical(program):
 
 def test_corpus_size():
   assert len(PROGRAMS) >= 60
+
+
+@pytest.mark.parametrize("scalar_type", [np.float32, jnp.float32, np.dtype(np.float32)],
+                         ids=["numpy_type", "jnp_type", "dtype"])
+def test_param_types_come_back_exactly(scalar_type):
+  # conj's input_dtype as JAX's own tests bind it: a dtype, or a scalar type,
+  # which prints differently (conj[input_dtype=<class 'numpy.float32'>]).
+  f = lambda x: jax.lax.conj_p.bind(x, input_dtype=scalar_type)
+  x = np.arange(3, dtype=np.float32)
+  cj = jax.make_jaxpr(f)(x)
+  back, _ = _roundtrip(cj)
+  got = back.eqns[0].params["input_dtype"]
+  assert type(got) is type(scalar_type) and got == scalar_type, got
+  assert _text(str(back)) == _text(str(cj))
+  assert_same(jaxpr_as_fun(back)(x), jaxpr_as_fun(cj)(x), "outputs")
+  grad = lambda g: jax.grad(lambda x: jnp.real(g(x)[0]).sum())(x)
+  assert_same(grad(jaxpr_as_fun(back)), grad(jaxpr_as_fun(cj)), "gradients")

@@ -202,6 +202,63 @@ def test_nesting_within_the_limit_loads():
   assert len(cj.jaxpr.eqns) == 1
 
 
+def _nested_calls(n: int, *, chained: bool):
+  """n levels of jit, each calling the level below twice: one after the
+  other (a chain of 2**n sins), or side by side (2**n sins, chains of n)."""
+  f = jnp.sin
+  for _ in range(n):
+    f = (lambda g: jax.jit((lambda x: g(g(x))) if chained else (lambda x: g(x) * g(x))))(f)
+  return jp.dumps(jax.make_jaxpr(f)(1.0))
+
+
+def test_shared_calls_make_a_chain_past_what_xla_compiles():
+  # A 5 KB file of a 2**30-eqn chain: JAX's type check took minutes, and XLA
+  # crashes (SIGSEGV) on a chain of 26k sins.
+  from jaxpr_proto.check import bounds
+  data = _nested_calls(30, chained=True)
+  assert len(data) < 10_000
+  path = ".".join(["eqn[0].params.jaxpr"] * 16)
+  e = _fails(data, match=f"a chain of more than {bounds.MAX_CHAIN} dependent eqns", path=path)
+  assert jp.check(data).errors == [(e.path, e.message)]
+
+
+def test_shared_calls_inline_to_too_many_eqns():
+  from jaxpr_proto.check import bounds
+  _fails(_nested_calls(30, chained=False),
+         match=f"more than {bounds.MAX_INLINED_EQNS} eqns once each use of a sub-jaxpr is counted")
+
+
+def test_shared_calls_within_the_bounds_check_fast_and_run():
+  # 2**20 sins inlined, in a chain of 21: each shared jaxpr is type-checked once.
+  data = _nested_calls(20, chained=False)
+  t = time.perf_counter()
+  cj = jp.loads(data)
+  assert time.perf_counter() - t < 2.0
+  assert jp.check(data).ok
+  cj13 = jp.loads(_nested_calls(13, chained=True))  # a chain of 8192 sins
+  x = np.float32(0.5)
+  want = x
+  for _ in range(2 ** 13):
+    want = np.sin(want, dtype=np.float32)
+  np.testing.assert_allclose(jax.jit(jax.extend.core.jaxpr_as_fun(cj13))(x)[0], want, rtol=1e-4)
+
+
+def test_bad_eqn_in_a_shared_call_is_found(base):
+  m = jp.encode(jax.make_jaxpr(lambda x: jax.jit(jnp.sin)(jax.jit(jnp.sin)(x)))(1.0))
+  inner = m.jaxprs[m.closed_jaxprs[_eqn_param(m, _root(m).eqns[0], "jaxpr").closed_jaxpr].jaxpr]
+  assert len(_root(m).eqns) == 2 and _eqn_param(m, _root(m).eqns[1], "jaxpr") == _eqn_param(
+      m, _root(m).eqns[0], "jaxpr")  # one jaxpr, called twice
+  sin = _eqn_of(m, inner, "sin")
+  m.primitives.add().CopyFrom(m.primitives[sin.primitive])
+  m.primitives[-1].name = "not"  # takes no floats
+  sin.primitive = len(m.primitives) - 1
+  _fails(m, match="not", path="eqn[0].params.jaxpr.eqn[0]")
+
+
+def _eqn_param(m, eqn, name):
+  return next(m.params[q].value for q in eqn.params if m.params[q].name == name)
+
+
 def test_sub_jaxpr_that_refers_to_itself(base):
   m = _copy(base)
   p = next(p for p in m.params if p.name == "branches")

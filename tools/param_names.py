@@ -96,6 +96,7 @@ def _probes():
   import jax
   import jax.numpy as jnp
   from jax import lax
+  import numpy as np
   out = []
   modes = [lax.AccuracyMode.HIGHEST, lax.AccuracyMode.DEFAULT,
            lax.Tolerance(atol=1e-3, rtol=0.0, ulps=1)]
@@ -103,6 +104,8 @@ def _probes():
             lax.tan, lax.sqrt, lax.rsqrt, lax.cbrt, lax.expm1):
     for mode in modes:
       out.append(lambda f=f, mode=mode: jax.make_jaxpr(lambda x: f(x, accuracy=mode))(1.0))
+  # conj's input_dtype as JAX's own tests bind it: a NumPy scalar type.
+  out.append(lambda: jax.make_jaxpr(lambda x: lax.conj_p.bind(x, input_dtype=np.float32))(1.0))
   cp = jax.checkpoint_policies
   policies = [cp.dots_saveable, cp.nothing_saveable, cp.everything_saveable,
               cp.checkpoint_dots, cp.dots_with_no_batch_dims_saveable,

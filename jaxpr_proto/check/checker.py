@@ -10,7 +10,8 @@ It checks, in this order:
 
 1. **structure**, on the message alone (no JAX): SSA (each variable defined
    once), define-before-use, every index into a table in range, no jaxpr that
-   contains itself, nesting within the decoder's limits;
+   contains itself, nesting within the decoder's limits, and the program's
+   size and chains of dependent eqns within what XLA compiles (`bounds`);
 2. **params**: each eqn's params decode through their codec (the
    per-primitive codecs of `param_codecs`, else the allow-listed value
    codec), as do the avals, literals and constants; all errors are collected;
@@ -38,6 +39,7 @@ import os
 
 from jaxpr_proto import compat
 from jaxpr_proto.check import param_rules
+from jaxpr_proto.check.bounds import check_bounds
 from jaxpr_proto.check.signature import check_function
 from jaxpr_proto.check.structure import Structure, check_namespaces
 from jaxpr_proto.check.typecheck import iter_type_errors
@@ -165,7 +167,10 @@ def run(m, err, report, *, typecheck: bool = True):
   err.stage = "structure"
   report.stages.append("structure")
   before = err.count
-  Structure(m, err).run()
+  st = Structure(m, err)
+  st.run()
+  if err.count == before:
+    check_bounds(st, err)
   if err.count > before:
     return None
 

@@ -137,6 +137,11 @@ def iter_type_errors(dec):
   A first pass checks only the jaxprs that JAX's checks of their parents do
   not reach; only when it fails is every jaxpr checked on its own, to find
   the innermost place of each error."""
+  with compat.shared_sub_jaxprs_checked_once():
+    yield from _type_errors(dec)
+
+
+def _type_errors(dec):
   upgrader = dec.upgrader
   contexts = _contexts(dec)
   alone = _not_reached(dec)

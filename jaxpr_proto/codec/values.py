@@ -158,8 +158,20 @@ def _encode_jnp_scalar_type(enc, v, path):
   return out
 
 
+def _encode_numpy_scalar_type(enc, v, path):
+  out = _encode_dtype(enc, np.dtype(v), path)
+  if np.dtype(v).type is not v:
+    raise EncodeError(f"unsupported scalar type {v!r}", path)
+  out.dtype.numpy_scalar_type = True
+  return out
+
+
 def _decode_dtype(dec, msg, path):
   dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+  if msg.numpy_scalar_type:
+    if msg.dtype == pb.DTYPE_KEY or msg.jnp_scalar_type:
+      raise DecodeError(f"no NumPy scalar type for {dtype}", path)
+    return dtype.type
   if msg.jnp_scalar_type:
     t = jnp_scalar_type(dtype) if msg.dtype != pb.DTYPE_KEY else None
     if t is None:
@@ -263,8 +275,7 @@ _BY_TYPE = {
 # Families, tried in order when the exact type is not in the table.
 _FAMILIES = [
     (lambda v: isinstance(v, np.dtype) or compat.is_key_dtype(v), _encode_dtype),
-    (lambda v: isinstance(v, type) and issubclass(v, np.generic),
-     lambda enc, v, path: _encode_dtype(enc, np.dtype(v), path)),
+    (lambda v: isinstance(v, type) and issubclass(v, np.generic), _encode_numpy_scalar_type),
     # jnp.float32 and friends: scalar types that stand for their dtype.
     (lambda v: isinstance(v, type) and isinstance(getattr(v, "dtype", None), np.dtype),
      _encode_jnp_scalar_type),

@@ -3,6 +3,9 @@ adapters (v0_9.py ... v0_12.py) start from this and redefine what differs;
 see jaxpr_proto/compat/__init__.py."""
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import jax
 import jax.extend.core as jex_core
 import numpy as np
@@ -281,6 +284,39 @@ def check_jaxpr_eqns(jaxpr) -> None:
   def ctx_factory():
     return core.JaxprPpContext(), core.JaxprPpSettings()
   return check(ctx_factory, jaxpr)
+
+
+_checked = threading.local()  # .passed: the jaxprs checked in this thread's current load
+
+
+@contextlib.contextmanager
+def shared_sub_jaxprs_checked_once():
+  """Within it, JAX's check of a call's sub-jaxpr (`core.check_jaxpr`, which
+  `core._check_call` runs for jit, closed_call and the like) runs once per
+  jaxpr and axis environment in this thread: a jaxpr calling a shared
+  sub-jaxpr twice, nested N deep, is checked in N steps, not 2**N."""
+  if not getattr(core.check_jaxpr, "_jaxpr_proto_once", False):
+    core.check_jaxpr = _check_once(core.check_jaxpr)  # once per process; a no-op outside
+  outer = getattr(_checked, "passed", None)
+  _checked.passed = {} if outer is None else outer
+  try:
+    yield
+  finally:
+    _checked.passed = outer
+
+
+def _check_once(original):
+  def check_jaxpr(jaxpr):
+    passed = getattr(_checked, "passed", None)
+    if passed is None:
+      return original(jaxpr)
+    vma = getattr(core.config, "_check_vma", None)
+    key = (id(jaxpr), core.get_axis_env(), vma.value if vma is not None else None)
+    if key not in passed:
+      original(jaxpr)
+      passed[key] = jaxpr  # keeps the jaxpr alive, so that its id stays its own
+  check_jaxpr._jaxpr_proto_once = True
+  return check_jaxpr
 
 
 def check_jaxpr_frame_eqn_index(tb) -> int | None:

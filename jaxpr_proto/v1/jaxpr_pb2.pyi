@@ -663,14 +663,16 @@ class Value(_message.Message):
     def __init__(self, none: _Optional[_Union[NoneValue, _Mapping]] = ..., bool: _Optional[bool] = ..., int: _Optional[int] = ..., float: _Optional[float] = ..., complex: _Optional[_Union[Complex, _Mapping]] = ..., str: _Optional[str] = ..., bytes: _Optional[bytes] = ..., dtype: _Optional[_Union[DtypeValue, _Mapping]] = ..., array: _Optional[_Union[Array, _Mapping]] = ..., tuple: _Optional[_Union[ValueList, _Mapping]] = ..., list: _Optional[_Union[ValueList, _Mapping]] = ..., dict: _Optional[_Union[Dict, _Mapping]] = ..., jaxpr: _Optional[int] = ..., closed_jaxpr: _Optional[int] = ..., enum: _Optional[_Union[EnumValue, _Mapping]] = ..., record: _Optional[_Union[Record, _Mapping]] = ..., treedef: _Optional[_Union[TreeDef, _Mapping]] = ..., mesh: _Optional[_Union[Mesh, _Mapping]] = ..., partition_spec: _Optional[_Union[PartitionSpec, _Mapping]] = ..., named_sharding: _Optional[_Union[NamedSharding, _Mapping]] = ..., primitive: _Optional[_Union[PrimitiveRef, _Mapping]] = ..., rule: _Optional[int] = ..., aval: _Optional[int] = ..., frozenset: _Optional[_Union[ValueList, _Mapping]] = ..., big_int: _Optional[str] = ..., extension: _Optional[_Union[Extension, _Mapping]] = ..., singleton: _Optional[str] = ..., symbolic_dim: _Optional[str] = ...) -> None: ...
 
 class DtypeValue(_message.Message):
-    __slots__ = ("dtype", "key_impl", "jnp_scalar_type")
+    __slots__ = ("dtype", "key_impl", "jnp_scalar_type", "numpy_scalar_type")
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     KEY_IMPL_FIELD_NUMBER: _ClassVar[int]
     JNP_SCALAR_TYPE_FIELD_NUMBER: _ClassVar[int]
+    NUMPY_SCALAR_TYPE_FIELD_NUMBER: _ClassVar[int]
     dtype: Dtype
     key_impl: str
     jnp_scalar_type: bool
-    def __init__(self, dtype: _Optional[_Union[Dtype, str]] = ..., key_impl: _Optional[str] = ..., jnp_scalar_type: _Optional[bool] = ...) -> None: ...
+    numpy_scalar_type: bool
+    def __init__(self, dtype: _Optional[_Union[Dtype, str]] = ..., key_impl: _Optional[str] = ..., jnp_scalar_type: _Optional[bool] = ..., numpy_scalar_type: _Optional[bool] = ...) -> None: ...
 
 class Extension(_message.Message):
     __slots__ = ("codec", "fields")

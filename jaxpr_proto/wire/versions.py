@@ -46,6 +46,9 @@ MINOR_ADDITIONS: list[tuple[int, str, object]] = [
     # (minor, what was added, predicate(module) -> bool)
     (1, "Jaxpr.is_high", lambda m: any(j.is_high for j in m.jaxprs)),
     (1, "EqnContext.fields", lambda m: any(c.fields for c in m.contexts)),
+    # Read as its dtype by a 1.0 reader: the program runs, and prints the dtype.
+    (1, "DtypeValue.numpy_scalar_type", lambda m: any(
+        p.value.WhichOneof("kind") == "dtype" and p.value.dtype.numpy_scalar_type for p in m.params)),
 ]
 
 

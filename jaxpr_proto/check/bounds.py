@@ -1,0 +1,91 @@
+"""The size of the program XLA would compile, bounded on the message alone.
+
+A file shares sub-jaxprs by reference, so a few kilobytes can describe a
+program of 2**30 eqns (a jit that calls the one below it twice, 30 deep), and
+XLA inlines calls. XLA also recurses along chains of dependent eqns: on the
+CPU a chain of 26k elementwise eqns crashes its fusion pass (SIGSEGV, JAX
+0.10.2, a stack overflow in SortTiledHloInstructionsInPostOrder), and a
+chain of 20k takes minutes to compile. So a file is refused when
+
+* its program, with every use of a sub-jaxpr counted, has more than
+  MAX_INLINED_EQNS eqns; or
+* a jaxpr has a chain of more than MAX_CHAIN dependent eqns, where a call
+  that XLA inlines (`INLINED`) counts as the longest chain of the jaxpr it
+  calls.
+
+Both are far beyond real programs (a 175k-eqn unrolled model has chains of
+a few thousand eqns). The custom rules' jaxprs are not counted: XLA sees them
+only through a transformation, which traces a new program.
+"""
+from __future__ import annotations
+
+from jaxpr_proto.wire import walk
+
+MAX_INLINED_EQNS = 1 << 24
+MAX_CHAIN = 1 << 14
+
+# Primitives whose sub-jaxprs XLA inlines into the caller's computation. The
+# others' (loop bodies, branches) are computations of their own.
+INLINED = frozenset({
+    "pjit", "jit", "closed_call", "core_call", "remat", "remat2", "checkpoint",
+    "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin",
+    "shard_map", "custom_transpose_call", "run_state",
+})
+
+
+def check_bounds(st, err) -> None:
+  """Reports, through `err`, the first jaxpr (innermost first) of the
+  Structure `st`'s module that breaks a bound. Call it only on a module whose
+  structure is sound (no cycles, references in range)."""
+  m = st.m
+  subs_of_param: dict[int, list[int]] = {}
+
+  def param_subs(q: int) -> list[int]:
+    out = subs_of_param.get(q)
+    if out is None:
+      out = []
+      for kind, i, _ in walk.value_refs(m.params[q].value, ""):
+        if kind == "jaxpr":
+          out.append(i)
+        elif kind == "closed_jaxpr":
+          out.append(m.closed_jaxprs[i].jaxpr)
+      subs_of_param[q] = out
+    return out
+
+  size: dict[int, int] = {}   # jaxpr -> eqns, each use of a sub-jaxpr counted
+  chain: dict[int, int] = {}  # jaxpr -> its longest chain of dependent eqns
+  prim_names = [p.name for p in m.primitives]
+  root = m.closed_jaxprs[m.root].jaxpr
+  # Post-order over the jaxprs the root reaches (structure ruled out cycles).
+  stack = [(root, False)]
+  while stack:
+    i, ready = stack.pop()
+    if i in size:
+      continue
+    j = m.jaxprs[i]
+    eqn_subs = [[s for q in e.params for s in param_subs(q)] for e in j.eqns]
+    if not ready:
+      stack.append((i, True))
+      stack.extend((s, False) for subs in eqn_subs for s in subs if s not in size)
+      continue
+    total, depth, longest = 0, {}, 0
+    for e, subs in zip(j.eqns, eqn_subs):
+      total += 1 + sum(size[s] for s in subs)
+      inlined = subs and prim_names[e.primitive] in INLINED
+      d = max((depth.get(a.var, 0) for a in e.invars if a.HasField("var")), default=0)
+      d += max(chain[s] for s in subs) if inlined else 1
+      for b in e.outvars:
+        if b.HasField("var"):
+          depth[b.var.id] = d
+      longest = max(longest, d)
+    size[i] = min(total, MAX_INLINED_EQNS + 1)  # no big ints from 2**100
+    chain[i] = min(longest, MAX_CHAIN + 1)
+    where = st.path_of(("j", i))
+    if chain[i] > MAX_CHAIN:
+      err(where, f"a chain of more than {MAX_CHAIN} dependent eqns (calls counted as "
+                 "the chains of the jaxprs they call), more than XLA compiles safely")
+      return
+    if size[i] > MAX_INLINED_EQNS:
+      err(where, f"more than {MAX_INLINED_EQNS} eqns once each use of a sub-jaxpr is "
+                 "counted (sub-jaxprs shared and nested)")
+      return
