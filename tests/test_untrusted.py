@@ -530,6 +530,42 @@ def test_call_jaxpr_of_the_wrong_kind():
          path="eqn[0].params.call_jaxpr")
 
 
+def test_jvp_rule_that_does_not_fit_its_call():
+  # out_zeros claims the tangent is zero, but the rule's jaxpr gives it: the
+  # vjp of such a program failed in JAX with a bare AssertionError.
+  m = _custom_jvp_module()
+  m.rules[0].jvp.out_zeros[0] = True
+  _fails(m, match="jvp_jaxpr_fun takes 2 outputs where the eqn gives it 1",
+         path="eqn[0].params.jvp_jaxpr_fun")
+
+
+def test_jit_jaxpr_with_debug_names_of_another_count():
+  # jit asserts the count when it traces the call again: a bare AssertionError.
+  m = jp.encode(jax.make_jaxpr(lambda x: jax.jit(jnp.sin)(x))(1.0))
+  jaxpr = m.jaxprs[m.closed_jaxprs[_eqn_param(m, _root(m).eqns[0], "jaxpr").closed_jaxpr].jaxpr]
+  jaxpr.debug_info.arg_names.values.append("extra")
+  _fails(m, match="jaxpr's debug info has 2 arg names for 1 args", path="eqn[0].params.jaxpr")
+
+
+@pytest.mark.parametrize("edit, match, path", [
+    ("reshape", "changes the element count", "eqn[0].params.new_sizes"),
+    ("axes", "names an axis twice", "eqn[1].params.axes"),
+])
+def test_params_jax_lets_through_but_xla_refuses(edit, match, path):
+  m = jp.encode(jax.make_jaxpr(lambda x: jnp.sum(x.reshape(2, 3), axis=(0, 1)))(np.ones(6, np.float32)))
+  p = next(p for p in m.params if p.name == {"reshape": "new_sizes", "axes": "axes"}[edit])
+  p.value.tuple.items[-1].int = 4 if edit == "reshape" else 0
+  _fails(m, match=match, path=path)
+
+
+def test_random_wrap_of_data_that_is_not_key_data():
+  data = np.zeros(2, np.uint32)
+  m = jp.encode(jax.make_jaxpr(lambda d: jax.random.key_data(jax.random.wrap_key_data(d)))(data))
+  m.avals.add().shaped_array.CopyFrom(pb.ShapedArray(dtype=pb.DTYPE_FLOAT32, shape=[pb.Dim(constant=2)]))
+  _root(m).invars[0].aval = len(m.avals) - 1
+  _fails(m, match="key data must be uint32", path="eqn[0]")
+
+
 def test_record_with_wrong_fields():
   def f(x, i):
     return x[i]

@@ -347,17 +347,23 @@ _RUNS: dict = {}
 
 
 def _program_key(cj) -> bytes:
-  """A digest of what running reads: the printed jaxpr, with its params,
-  types and effects, and the constants' bytes."""
+  """A digest of what running reads: the program as saved without source
+  info (its params, types with weak types and shardings, effects and
+  constants), and the debug info of each jaxpr, which JAX asserts the counts
+  of when it traces again."""
   import hashlib
-  h = hashlib.sha256(cj.jaxpr.pretty_print(source_info=False, name_stack=False,
-                                           print_effects=True).encode())
-  for c in cj.consts:
-    try:
-      a = np.asarray(c)
-      h.update(f"{a.dtype}{a.shape}{type(c).__name__}".encode() + a.tobytes())
-    except Exception:  # a key array, a token: their repr says what they are
-      h.update(repr(c).encode())
+  from jaxpr_proto import compat
+  h = hashlib.sha256(jp.dumps(cj, debug_info=False))
+  stack, seen = [cj.jaxpr], set()
+  while stack:
+    j = stack.pop()
+    if id(j) in seen:
+      continue
+    seen.add(id(j))
+    h.update(repr(j.debug_info).encode())
+    for e in j.eqns:
+      stack.extend(s.jaxpr if isinstance(s, compat.ClosedJaxpr) else s
+                   for s in compat.jaxprs_in_params(e.params))
   return h.digest()
 
 
@@ -582,6 +588,8 @@ def run_atheris(argv) -> None:
   for name, data in seed_list:
     (corpus_dir / (name.replace("/", "_") + ".jaxpb")).write_bytes(data)
   atheris.instrument_all()  # jaxpr_proto is imported already
+  if not any(a.startswith("-max_len=") for a in argv):  # libFuzzer's default, 4096, cuts every seed
+    argv = [*argv, f"-max_len={max(len(d) for _, d in seed_list) * 2}"]
   atheris.Setup([sys.argv[0], *argv, str(corpus_dir)], test_one_input, custom_mutator=custom_mutator)
   atheris.Fuzz()
 

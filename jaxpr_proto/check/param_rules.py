@@ -15,6 +15,7 @@ import numpy as np
 
 from jaxpr_proto import compat
 from jaxpr_proto.check import param_schema
+from jaxpr_proto.codec import custom_rules
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -58,7 +59,7 @@ def eqn_errors(eqn):
     found = True
     yield param, message
   for param, v in eqn.params.items():
-    why = _unhashable(v) or _big_int(v)
+    why = _unhashable(v) or _big_int(v) or (param in _DISTINCT and _repeats(v))
     if why:
       found = True
       yield param, f"{name}'s {param} {why}"
@@ -70,6 +71,17 @@ def eqn_errors(eqn):
       yield from rule(eqn, **eqn.params)
     except (TypeError, AttributeError, ValueError) as e:  # params of a shape no rule foresaw
       yield None, f"{name}: params do not fit together ({type(e).__name__}: {e})"
+
+
+# Params that name axes or dimensions, each at most once (XLA refuses repeats;
+# not every JAX rule checks).
+_DISTINCT = frozenset({"axis_name", "axes", "dimensions", "broadcast_dimensions", "permutation"})
+
+
+def _repeats(v):
+  if type(v) is tuple and len(set(v)) != len(v):
+    return "names an axis twice"
+  return None
 
 
 def _unhashable(v):
@@ -181,6 +193,13 @@ def _jit(eqn, *, jaxpr, in_shardings, out_shardings, in_layouts, out_layouts,
     if len(v) != n:
       yield param, f"{param} has {len(v)} entries for {n} {param.split('_')[0]}puts"
   yield from _jaxpr_fits("jaxpr", jaxpr, _avals(eqn.invars), _avals(eqn.outvars))
+  # jit asserts these counts when it traces the call again (JAX writes names
+  # of another count for other jaxprs, custom_jvp's call_jaxpr for one).
+  debug = getattr(getattr(jaxpr, "jaxpr", None), "debug_info", None)
+  for field, n in (("arg_names", n_in), ("result_paths", n_out)):
+    names = getattr(debug, field, None)
+    if names is not None and len(names) != n:
+      yield "jaxpr", f"jaxpr's debug info has {len(names)} {field.replace('_', ' ')} for {n} {field.split('_')[0].rstrip('s')}s"
 
 
 def _reducer(param, n_operands):
@@ -192,9 +211,17 @@ def _reducer(param, n_operands):
   return rule
 
 
-def _select_and_scatter(eqn, *, select_jaxpr, scatter_jaxpr, **_):
+def _select_and_scatter(eqn, *, select_jaxpr, scatter_jaxpr, window_dimensions,
+                        window_strides, padding, **_):
   operand, source = eqn.invars[0].aval, eqn.invars[1].aval  # (operand, source, init)
   o, s = _scalar(operand), _scalar(source)
+  dims = (operand.shape, window_dimensions, window_strides, [p for pair in padding for p in pair])
+  if all(type(d) is int for v in dims for d in v):
+    windows = tuple(max(0, (d + lo + hi - w) // st + 1) if d + lo + hi >= w else 0
+                    for d, w, st, (lo, hi) in zip(*dims[:3], padding))
+    if tuple(source.shape) != windows:
+      yield None, (f"select_and_scatter's source is {source.str_short()} where its windows "
+                   f"over {operand.str_short()} give shape {windows}")
   yield from _jaxpr_fits("select_jaxpr", select_jaxpr, [o, o], [_BOOL])
   yield from _jaxpr_fits("scatter_jaxpr", scatter_jaxpr, [s, s], [s])
 
@@ -204,6 +231,9 @@ def _scatter(eqn, *, update_jaxpr, **_):
     return
   s = _scalar(eqn.invars[0].aval)
   yield from _jaxpr_fits("update_jaxpr", update_jaxpr, [s, s], [s])
+
+
+_MAX_PAD = 1 << 31
 
 
 def _windowed(eqn, *, window_dimensions, window_strides, padding, base_dilation=None,
@@ -219,12 +249,16 @@ def _windowed(eqn, *, window_dimensions, window_strides, padding, base_dilation=
   for k, p in enumerate(padding):
     if len(p) != 2:
       yield "padding", f"padding[{k}] is not a (low, high) pair"
+      return
+    if any(type(x) is int and abs(x) >= _MAX_PAD for x in p):
+      yield "padding", f"padding[{k}] is beyond {_MAX_PAD} (XLA's sizes overflow)"
   for param, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
                    ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
     if v is not None and any(type(d) is int and d < 1 for d in v):
       yield param, f"{param} must be positive"
   if "select_jaxpr" in params:
-    yield from _select_and_scatter(eqn, **params)
+    yield from _select_and_scatter(eqn, window_dimensions=window_dimensions,
+                                   window_strides=window_strides, padding=padding, **params)
 
 
 def _reduce_window(eqn, **params):
@@ -232,13 +266,50 @@ def _reduce_window(eqn, **params):
   yield from _windowed(eqn, **params)
 
 
+def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
+  """The saved jvp rule against the call: primals and tangents of the
+  operands after the num_consts consts in; primal outputs and the tangents
+  its out_zeros says are not zero out."""
+  rule = getattr(getattr(jvp_jaxpr_fun, "f", None), "__self__", None)  # WrappedFun of JvpRule
+  sig = rule.signature() if isinstance(rule, custom_rules.JvpRule) else None
+  if sig is None:
+    return
+  jvp, out_zeros = sig
+  ins, outs = _in_avals(call_jaxpr)[num_consts:], _out_avals(call_jaxpr)
+  if len(out_zeros) != len(outs):
+    yield "jvp_jaxpr_fun", f"the jvp rule's out_zeros has {len(out_zeros)} entries for {len(outs)} outputs"
+    return
+  tangent = lambda a: a.to_tangent_aval()
+  yield from _jaxpr_fits("jvp_jaxpr_fun", jvp, ins + [tangent(a) for a in ins],
+                         outs + [tangent(a) for a, z in zip(outs, out_zeros) if not z])
+
+
+def _reshape(eqn, *, new_sizes, **_):
+  """JAX's shape rule leaves the element count unchecked (a TODO); XLA refuses it."""
+  shape = eqn.invars[0].aval.shape
+  if all(type(d) is int for d in (*shape, *new_sizes)) and (
+      int(np.prod(shape, dtype=object)) != int(np.prod(new_sizes, dtype=object))):
+    yield "new_sizes", f"reshape of {eqn.invars[0].aval.str_short()} to {tuple(new_sizes)} changes the element count"
+
+
+def _random_wrap(eqn, *, impl, **_):
+  """The key data JAX's random_wrap checks at trace time, not in its type rule."""
+  a = eqn.invars[0].aval
+  shape = tuple(impl.key_shape)
+  if tuple(a.shape[len(a.shape) - len(shape):]) != shape or len(a.shape) < len(shape):
+    yield None, f"random_wrap of {a.str_short()}: key data of {impl.name} must end with dims {shape}"
+  elif a.dtype not in (np.uint32, compat.float0):
+    yield None, f"random_wrap of {a.str_short()}: key data must be uint32"
+
+
 RULES = {
     "while": _while,
+    "random_wrap": _random_wrap,
     "jit": _jit,
-    "checkpoint": _call_jaxpr("jaxpr"),
-    "remat": _call_jaxpr("jaxpr"),
+    "remat2": _call_jaxpr("jaxpr"),  # jax.checkpoint
     "closed_call": _call_jaxpr("call_jaxpr"),
-    "core_call": _call_jaxpr("call_jaxpr"),
+    "custom_jvp_call": _custom_jvp_call,
+    "reshape": _reshape,
     "reduce": _reducer("jaxpr", lambda eqn, p: len(eqn.invars) // 2),
     "reduce_window": _reduce_window,
     "select_and_scatter": _windowed,

@@ -232,6 +232,13 @@ class JvpRule:
       out = self._cache[key] = self._build(key)
     return out
 
+  def signature(self):
+    """(the rule's jvp ClosedJaxpr, out_zeros) as saved, or None for a rule
+    saved as not traceable."""
+    if self._msg.trace_error:
+      return None
+    return self._dec.closed_jaxpr(self._msg.jvp, self._path + ".jvp"), list(self._msg.out_zeros)
+
   def _build(self, in_zeros):
     if self._msg.trace_error:
       _raise_trace_error(self._msg, self._path)

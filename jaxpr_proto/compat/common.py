@@ -311,10 +311,11 @@ def _check_once(original):
     if passed is None:
       return original(jaxpr)
     vma = getattr(core.config, "_check_vma", None)
-    key = (id(jaxpr), core.get_axis_env(), vma.value if vma is not None else None)
+    env = core.get_axis_env()
+    key = (id(jaxpr), id(env), vma.value if vma is not None else None)
     if key not in passed:
       original(jaxpr)
-      passed[key] = jaxpr  # keeps the jaxpr alive, so that its id stays its own
+      passed[key] = jaxpr, env  # kept alive, so that their ids stay their own
   check_jaxpr._jaxpr_proto_once = True
   return check_jaxpr
 
