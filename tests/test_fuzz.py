@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import sys
 
 import pytest
@@ -60,6 +61,7 @@ def test_regression(path, runner):
 def test_judge_finds_what_fails_in_jax():
   """The judge is not blind: a program JAX refuses to run is a finding."""
   import jax
+  import jax.extend
   import jax.numpy as jnp
   import jaxpr_proto as jp
   cj = jax.make_jaxpr(lambda x: jnp.sin(x))(1.0)
@@ -72,3 +74,16 @@ def test_judge_finds_what_fails_in_jax():
   assert outcome == "refused", detail  # the schema refuses the extra param
   with pytest.raises(jp.DecodeError, match=r"eqn\[0\].params.out_sharding: .*sin does not take"):
     jp.loads(jp.dumps(bad))
+
+
+def test_coverage_guided_run_with_atheris():
+  """`tools/fuzz.py --atheris` runs the same judge under atheris's engine
+  (which stops at the first bad case, exit status 1)."""
+  pytest.importorskip("atheris")
+  import subprocess
+  r = subprocess.run([sys.executable, str(ROOT / "tools" / "fuzz.py"), "--atheris", "--golden-only",
+                      "--", "-runs=40", "-seed=1"],
+                     capture_output=True, text=True, timeout=600, cwd=ROOT)
+  out = r.stdout + r.stderr
+  assert r.returncode == 0, out[-3000:]
+  assert re.search(r"Done \d+ runs", out), out[-3000:]  # the seeds, then the 40 runs

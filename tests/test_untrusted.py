@@ -250,9 +250,10 @@ def test_bad_eqn_in_a_shared_call_is_found(base):
       m, _root(m).eqns[0], "jaxpr")  # one jaxpr, called twice
   sin = _eqn_of(m, inner, "sin")
   m.primitives.add().CopyFrom(m.primitives[sin.primitive])
-  m.primitives[-1].name = "not"  # takes no floats
+  m.primitives[-1].name = "not"  # takes no floats, nor sin's accuracy
   sin.primitive = len(m.primitives) - 1
-  _fails(m, match="not", path="eqn[0].params.jaxpr.eqn[0]")
+  _fails(m, match="primitive not does not take a param 'accuracy'",
+         path="eqn[0].params.jaxpr.eqn[0].params.accuracy")
 
 
 def _eqn_param(m, eqn, name):
@@ -544,7 +545,7 @@ def test_jit_jaxpr_with_debug_names_of_another_count():
   m = jp.encode(jax.make_jaxpr(lambda x: jax.jit(jnp.sin)(x))(1.0))
   jaxpr = m.jaxprs[m.closed_jaxprs[_eqn_param(m, _root(m).eqns[0], "jaxpr").closed_jaxpr].jaxpr]
   jaxpr.debug_info.arg_names.values.append("extra")
-  _fails(m, match="jaxpr's debug info has 2 arg names for 1 args", path="eqn[0].params.jaxpr")
+  _fails(m, match="its jaxpr's debug info has 2 arg names for 1 inputs", path="eqn[0].params.jaxpr")
 
 
 @pytest.mark.parametrize("edit, match, path", [
@@ -613,3 +614,24 @@ def test_every_error_has_a_path(base):
       seen += 1
       assert e.path, e
   assert seen > 20
+
+
+def test_one_token_returned_twice():
+  # XLA's CPU client aborts the process on it (JAX 0.10-0.12), as it does for
+  # jax.jit of the same program traced by JAX itself.
+  def f(x):
+    t = jax.lax.create_token()
+    return t, x
+  m = jp.encode(jax.make_jaxpr(f)(1.0))
+  _root(m).outvars[1].CopyFrom(_root(m).outvars[0])
+  _fails(m, match="returns one token twice", path="outvars[1]")
+
+
+def test_sharding_spec_naming_axes_the_mesh_lacks():
+  # A mesh without its axis, and a spec that still names it, aborted XLA.
+  mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+  s = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x"))
+  m = jp.encode(jax.make_jaxpr(lambda x: jax.lax.with_sharding_constraint(x, s))(np.ones(2, np.float32)))
+  p = next(p for p in m.params if p.value.WhichOneof("kind") == "named_sharding")
+  del p.value.named_sharding.mesh.axes[:]
+  _fails(m, match="the spec names axes ['x'] that the mesh lacks")

@@ -555,12 +555,12 @@ def replay(folder) -> list[tuple[str, str, str]]:
 
 # --- atheris ---------------------------------------------------------------------
 
-def run_atheris(argv) -> None:
+def run_atheris(argv, corpus: bool = True) -> None:
   """Coverage-guided fuzzing: atheris picks inputs; this module's field-level
   mutator (`mutate_message`) changes them; `judge` runs in this process, so
   a crash or an uncaught exception stops atheris with the input saved."""
   import atheris
-  seed_list = seeds()
+  seed_list = seeds(corpus=corpus)
 
   def custom_mutator(data, max_size, seed):
     rng = random.Random(seed)
@@ -605,7 +605,7 @@ def main(argv=None):
   ap.add_argument("--atheris", action="store_true", help="coverage-guided, with atheris")
   args, rest = ap.parse_known_args(argv)
   if args.atheris:
-    run_atheris(rest)
+    run_atheris(rest, corpus=not args.golden_only)
     return 0
   if args.replay:
     bad = 0

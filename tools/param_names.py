@@ -55,6 +55,7 @@ def collect() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dic
   def walk(j):
     for e in j.eqns:
       names[e.primitive.name].update(e.params)
+      schemas[e.primitive.name]  # a primitive without params has the schema {}
       eqns[e.primitive.name] += 1
       having.update((e.primitive.name, k) for k in e.params)
       for k, v in e.params.items():
@@ -104,6 +105,9 @@ def _probes():
             lax.tan, lax.sqrt, lax.rsqrt, lax.cbrt, lax.expm1):
     for mode in modes:
       out.append(lambda f=f, mode=mode: jax.make_jaxpr(lambda x: f(x, accuracy=mode))(1.0))
+  # The gradient of min pooling: select_and_scatter_add's select_prim is le.
+  out.append(lambda: jax.make_jaxpr(jax.grad(lambda x: lax.reduce_window(
+      x, np.inf, lax.min, (2,), (2,), "VALID").sum()))(np.ones(4, np.float32)))
   # conj's input_dtype as JAX's own tests bind it: a NumPy scalar type.
   out.append(lambda: jax.make_jaxpr(lambda x: lax.conj_p.bind(x, input_dtype=np.float32))(1.0))
   cp = jax.checkpoint_policies

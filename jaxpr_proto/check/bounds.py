@@ -13,7 +13,8 @@ chain of 20k takes minutes to compile. So a file is refused when
   that XLA inlines (`INLINED`) counts as the longest chain of the jaxpr it
   calls.
 
-Both are far beyond real programs (a 175k-eqn unrolled model has chains of
+(`check_tokens` refuses the one other program shape seen to abort XLA: a
+token returned twice.) The bounds are far beyond real programs (a 175k-eqn unrolled model has chains of
 a few thousand eqns). The custom rules' jaxprs are not counted: XLA sees them
 only through a transformation, which traces a new program.
 """
@@ -31,6 +32,25 @@ INLINED = frozenset({
     "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin",
     "shard_map", "custom_transpose_call", "run_state",
 })
+
+
+def check_tokens(st, err) -> None:
+  """The program may not return one token twice: XLA's CPU client aborts
+  ("Unexpected duplicate", JAX 0.10-0.12), as it does for `jax.jit` of
+  `lambda: (t, t)` with `t = lax.create_token()`."""
+  m = st.m
+  root = m.jaxprs[m.closed_jaxprs[m.root].jaxpr]
+  avals = {v.id: v.aval for v in (*root.constvars, *root.invars)}
+  avals.update((b.var.id, b.var.aval) for e in root.eqns for b in e.outvars if b.HasField("var"))
+  seen = set()
+  for k, a in enumerate(root.outvars):
+    if not a.HasField("var") or a.var not in avals:
+      continue
+    if m.avals[avals[a.var]].WhichOneof("kind") == "token":
+      if a.var in seen:
+        err(f"outvars[{k}]", "the program returns one token twice, which XLA aborts on")
+        return
+      seen.add(a.var)
 
 
 def check_bounds(st, err) -> None:

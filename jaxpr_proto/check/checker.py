@@ -39,7 +39,7 @@ import os
 
 from jaxpr_proto import compat
 from jaxpr_proto.check import param_rules
-from jaxpr_proto.check.bounds import check_bounds
+from jaxpr_proto.check.bounds import check_bounds, check_tokens
 from jaxpr_proto.check.signature import check_function
 from jaxpr_proto.check.structure import Structure, check_namespaces
 from jaxpr_proto.check.typecheck import iter_type_errors
@@ -171,6 +171,7 @@ def run(m, err, report, *, typecheck: bool = True):
   st.run()
   if err.count == before:
     check_bounds(st, err)
+    check_tokens(st, err)
   if err.count > before:
     return None
 

@@ -65,10 +65,19 @@ def eqn_errors(eqn):
       yield param, f"{name}'s {param} {why}"
   if found:
     return
+  if name not in _NAMES_MAY_MISCOUNT:
+    for param, v in eqn.params.items():
+      for j in (v if type(v) is tuple else (v,)):
+        why = _debug_miscount(j)
+        if why:
+          yield param, why
+          return
   rule = RULES.get(name)
   if rule is not None:
     try:
       yield from rule(eqn, **eqn.params)
+    except IndexError:  # too few operands: the types stage says so
+      return
     except (TypeError, AttributeError, ValueError) as e:  # params of a shape no rule foresaw
       yield None, f"{name}: params do not fit together ({type(e).__name__}: {e})"
 
@@ -81,6 +90,25 @@ _DISTINCT = frozenset({"axis_name", "axes", "dimensions", "broadcast_dimensions"
 def _repeats(v):
   if type(v) is tuple and len(set(v)) != len(v):
     return "names an axis twice"
+  return None
+
+
+# JAX asserts the names' counts in a sub-jaxpr's debug info when it traces
+# it again (jit, scan: a bare AssertionError), yet writes names of another
+# count itself for these primitives' jaxprs (custom_jvp's call_jaxpr).
+_NAMES_MAY_MISCOUNT = frozenset({"custom_jvp_call", "custom_vjp_call"})
+
+
+def _debug_miscount(j):
+  jaxpr = j.jaxpr if isinstance(j, compat.ClosedJaxpr) else j
+  if not isinstance(jaxpr, compat.Jaxpr):
+    return None
+  debug = jaxpr.debug_info
+  for field, n in (("arg_names", len(jaxpr.invars)), ("result_paths", len(jaxpr.outvars))):
+    names = getattr(debug, field, None)
+    if names is not None and len(names) != n:
+      what = "inputs" if field == "arg_names" else "outputs"
+      return f"its jaxpr's debug info has {len(names)} {field.replace('_', ' ')} for {n} {what}"
   return None
 
 
@@ -193,13 +221,6 @@ def _jit(eqn, *, jaxpr, in_shardings, out_shardings, in_layouts, out_layouts,
     if len(v) != n:
       yield param, f"{param} has {len(v)} entries for {n} {param.split('_')[0]}puts"
   yield from _jaxpr_fits("jaxpr", jaxpr, _avals(eqn.invars), _avals(eqn.outvars))
-  # jit asserts these counts when it traces the call again (JAX writes names
-  # of another count for other jaxprs, custom_jvp's call_jaxpr for one).
-  debug = getattr(getattr(jaxpr, "jaxpr", None), "debug_info", None)
-  for field, n in (("arg_names", n_in), ("result_paths", n_out)):
-    names = getattr(debug, field, None)
-    if names is not None and len(names) != n:
-      yield "jaxpr", f"jaxpr's debug info has {len(names)} {field.replace('_', ' ')} for {n} {field.split('_')[0].rstrip('s')}s"
 
 
 def _reducer(param, n_operands):
@@ -292,6 +313,24 @@ def _reshape(eqn, *, new_sizes, **_):
     yield "new_sizes", f"reshape of {eqn.invars[0].aval.str_short()} to {tuple(new_sizes)} changes the element count"
 
 
+def _composite(eqn, *, attributes, **params):
+  """Each attribute is (name, leaves, treedef) with as many leaves as the
+  treedef has (lowering unpacks them); the jaxpr is called as jit's is."""
+  for k, a in enumerate(attributes):
+    if not (type(a) is tuple and len(a) == 3 and type(a[0]) is str and type(a[1]) is tuple
+            and getattr(a[2], "num_leaves", None) == len(a[1])):
+      yield "attributes", f"attributes[{k}] is not a (name, leaves, treedef) triple"
+      return
+  yield from _call_jaxpr("jaxpr")(eqn, **params)
+
+
+def _device_put(eqn, *, devices, srcs, copy_semantics, **_):
+  n = len(eqn.invars)
+  for param, v in (("devices", devices), ("srcs", srcs), ("copy_semantics", copy_semantics)):
+    if len(v) != n:
+      yield param, f"{param} has {len(v)} entries for {n} operands"
+
+
 def _random_wrap(eqn, *, impl, **_):
   """The key data JAX's random_wrap checks at trace time, not in its type rule."""
   a = eqn.invars[0].aval
@@ -310,6 +349,8 @@ RULES = {
     "closed_call": _call_jaxpr("call_jaxpr"),
     "custom_jvp_call": _custom_jvp_call,
     "reshape": _reshape,
+    "composite": _composite,
+    "device_put": _device_put,
     "reduce": _reducer("jaxpr", lambda eqn, p: len(eqn.invars) // 2),
     "reduce_window": _reduce_window,
     "select_and_scatter": _windowed,

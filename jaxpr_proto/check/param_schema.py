@@ -37,8 +37,9 @@ ABSENT = "absent"
 
 def kind(v) -> str:
   """The kind of a param value: a scalar's or sequence's type name, `dtype`,
-  `type` (a NumPy scalar type), `enum:`/`rec:` and a class name, `ClosedJaxpr`
-  or `Jaxpr`, else `obj:` and the class name."""
+  `type` (a NumPy scalar type), `enum:`/`rec:` and a class name, `prim:` and
+  a primitive's name, `ClosedJaxpr` or `Jaxpr`, else `obj:` and the class
+  name."""
   t = type(v)
   k = _SCALARS.get(t) or _SEQUENCES.get(t)
   if k:
@@ -49,6 +50,8 @@ def kind(v) -> str:
     return "type"
   if isinstance(v, enum.Enum):
     return f"enum:{t.__qualname__}"
+  if isinstance(v, compat.Primitive):  # select_prim: ge or le, never another primitive
+    return f"prim:{v.name}"
   if isinstance(v, compat.ClosedJaxpr):
     return "ClosedJaxpr"
   if isinstance(v, compat.Jaxpr):

@@ -133,6 +133,12 @@ def decode_named_sharding(msg: pb.NamedSharding, path: str):
   mesh = decode_mesh(msg.mesh, path + ".mesh")
   spec = decode_spec(msg.spec, path + ".spec")
   kind = msg.memory_kind if msg.HasField("memory_kind") else None
+  # NamedSharding leaves this to lowering, where an empty mesh aborts XLA.
+  named = {n for e in msg.spec.entries for n in e.axes.names if n}
+  named |= set(msg.spec.unreduced) | set(msg.spec.reduced)
+  unknown = sorted(named - {a.name for a in msg.mesh.axes})
+  if unknown:
+    raise DecodeError(f"the spec names axes {unknown} that the mesh lacks", path + ".spec")
   try:
     return compat.NamedSharding(mesh, spec, memory_kind=kind)
   except Exception as e:
