@@ -321,7 +321,7 @@ def _composite(eqn, *, attributes, **params):
             and getattr(a[2], "num_leaves", None) == len(a[1])):
       yield "attributes", f"attributes[{k}] is not a (name, leaves, treedef) triple"
       return
-  yield from _call_jaxpr("jaxpr")(eqn, **params)
+  yield from _call_jaxpr("call_jaxpr" if "call_jaxpr" in params else "jaxpr")(eqn, **params)  # JAX >= 0.11: call_jaxpr
 
 
 def _device_put(eqn, *, devices, srcs, copy_semantics, **_):

@@ -352,17 +352,19 @@ def sub_jaxpr_contexts(eqn) -> list:
   return out
 
 
-# Primitives whose type check checks their sub-jaxprs too (custom typechecks
-# that recurse; a primitive without a custom typecheck recurses through
-# core.check_eqn).
-_RECURSIVE_TYPECHECKS = frozenset({"jit", "pjit", "closed_call", "core_call", "shard_map"})
+# Primitives whose custom type check checks their sub-jaxprs too; a call
+# primitive without one recurses through core._check_call. (closed_call's
+# rule, core._check_closed_call, checks only the call's signature.)
+_RECURSIVE_TYPECHECKS = frozenset({"jit", "pjit", "core_call", "shard_map"})
 
 
 def typecheck_reaches_sub_jaxprs(eqn) -> bool:
+  """Whether JAX's check of `eqn` checks its sub-jaxprs too; where unsure,
+  False (they are then checked on their own)."""
   prim = eqn.primitive
-  if prim.name in _RECURSIVE_TYPECHECKS or prim.call_primitive:
+  if prim.name in _RECURSIVE_TYPECHECKS:
     return True
-  return prim not in core.custom_typechecks
+  return bool(prim.call_primitive) and prim not in core.custom_typechecks
 
 
 AbstractRef = state_types.AbstractRef
