@@ -59,7 +59,8 @@ def eqn_errors(eqn):
     found = True
     yield param, message
   for param, v in eqn.params.items():
-    why = _unhashable(v) or _big_int(v) or (param in _DISTINCT and _repeats(v))
+    why = (_unhashable(v) or _big_int(v) or (param in _DISTINCT and _repeats(v))
+           or (param in _AXES and _far_axis(v)))
     if why:
       found = True
       yield param, f"{name}'s {param} {why}"
@@ -85,6 +86,19 @@ def eqn_errors(eqn):
 # Params that name axes or dimensions, each at most once (XLA refuses repeats;
 # not every JAX rule checks).
 _DISTINCT = frozenset({"axis_name", "axes", "dimensions", "broadcast_dimensions", "permutation"})
+
+
+# Params that are axes of an operand: within XLA's ranks, so that no rule
+# computes with (or a C++ one overflows on) an axis like -9088979112675496642.
+_AXES = _DISTINCT | {"axis", "dimension", "split_axis", "concat_axis"}
+_MAX_RANK = 64
+
+
+def _far_axis(v):
+  for x in (v if type(v) is tuple else (v,)):
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and not -_MAX_RANK <= x <= _MAX_RANK:
+      return f"is an axis beyond any rank ({x})"
+  return None
 
 
 def _repeats(v):
@@ -324,6 +338,13 @@ def _composite(eqn, *, attributes, **params):
   yield from _call_jaxpr("call_jaxpr" if "call_jaxpr" in params else "jaxpr")(eqn, **params)  # JAX >= 0.11: call_jaxpr
 
 
+def _cond(eqn, *, branches, branches_platforms=None, **_):
+  """Platform-dependent branches name one platform list per branch."""
+  if branches_platforms is not None and len(branches_platforms) != len(branches):
+    yield "branches_platforms", (f"branches_platforms has {len(branches_platforms)} entries "
+                                 f"for {len(branches)} branches")
+
+
 def _device_put(eqn, *, devices, srcs, copy_semantics, **_):
   n = len(eqn.invars)
   for param, v in (("devices", devices), ("srcs", srcs), ("copy_semantics", copy_semantics)):
@@ -351,6 +372,7 @@ RULES = {
     "reshape": _reshape,
     "composite": _composite,
     "device_put": _device_put,
+    "cond": _cond,
     "reduce": _reducer("jaxpr", lambda eqn, p: len(eqn.invars) // 2),
     "reduce_window": _reduce_window,
     "select_and_scatter": _windowed,
