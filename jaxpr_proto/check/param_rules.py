@@ -345,6 +345,11 @@ def _cond(eqn, *, branches, branches_platforms=None, **_):
                                  f"for {len(branches)} branches")
 
 
+def _approx_top_k(eqn, *, recall_target, **_):
+  if not (isinstance(recall_target, float) and 0.0 < recall_target <= 1.0):
+    yield "recall_target", f"recall_target={recall_target!r} is not in (0, 1] (XLA refuses it)"
+
+
 def _device_put(eqn, *, devices, srcs, copy_semantics, **_):
   n = len(eqn.invars)
   for param, v in (("devices", devices), ("srcs", srcs), ("copy_semantics", copy_semantics)):
@@ -373,6 +378,7 @@ RULES = {
     "composite": _composite,
     "device_put": _device_put,
     "cond": _cond,
+    "approx_top_k": _approx_top_k,
     "reduce": _reducer("jaxpr", lambda eqn, p: len(eqn.invars) // 2),
     "reduce_window": _reduce_window,
     "select_and_scatter": _windowed,
