@@ -43,6 +43,8 @@ def decode_mesh(msg: pb.Mesh, path: str):
     raise DecodeError("unknown mesh axis type", path) from None
   if len(set(names)) != len(names):
     raise DecodeError(f"duplicate mesh axis names {names}", path)
+  if any(n < 1 for n in sizes):  # a mesh of no devices aborts XLA (py_device_list.cc)
+    raise DecodeError(f"mesh axis sizes must be positive, got {dict(zip(names, sizes))}", path)
   if not msg.concrete:
     ad = None
     if msg.HasField("abstract_device"):
