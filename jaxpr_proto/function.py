@@ -20,10 +20,9 @@ from jax.tree_util import PyTreeDef
 from jaxpr_proto import _lru
 from jaxpr_proto import compat
 from jaxpr_proto.check import loading, signature
-from jaxpr_proto.codec import decoder
 from jaxpr_proto.codec import encoder
 from jaxpr_proto.codec import pytrees
-from jaxpr_proto.errors import DecodeError, EncodeError
+from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import files
 

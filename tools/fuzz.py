@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import functools
 import multiprocessing
 import os
 import pathlib

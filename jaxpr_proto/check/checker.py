@@ -197,7 +197,6 @@ def run(m, err, report, *, typecheck: bool = True):
   if typecheck:
     err.stage = "types"
     report.stages.append("types")
-    before = err.count
     for path, message, is_version in iter_type_errors(dec):
       err(path, message, VersionError(message, path) if is_version else None)
   typed = err.count == params_before

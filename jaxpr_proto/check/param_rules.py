@@ -292,8 +292,7 @@ def _windowed(eqn, *, window_dimensions, window_strides, padding, base_dilation=
     if v is not None and any(type(d) is int and d < 1 for d in v):
       yield param, f"{param} must be positive"
   if "select_jaxpr" in params:
-    yield from _select_and_scatter(eqn, window_dimensions=window_dimensions,
-                                   window_strides=window_strides, padding=padding, **params)
+    yield from _select_and_scatter(eqn, **eqn.params)
 
 
 def _reduce_window(eqn, **params):
