@@ -304,8 +304,11 @@ def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
   """The saved jvp rule against the call: primals and tangents of the
   operands after the num_consts consts in; primal outputs and the tangents
   its out_zeros says are not zero out."""
-  rule = getattr(getattr(jvp_jaxpr_fun, "f", None), "__self__", None)  # WrappedFun of JvpRule
-  sig = rule.signature() if isinstance(rule, custom_rules.JvpRule) else None
+  found = _custom_call_inputs(eqn, call_jaxpr)
+  if found:
+    yield from found
+    return
+  sig = _rule_signature(jvp_jaxpr_fun, custom_rules.JvpRule)
   if sig is None:
     return
   jvp, out_zeros = sig
@@ -318,6 +321,146 @@ def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
                          outs + [tangent(a) for a, z in zip(outs, out_zeros) if not z])
 
 
+def _custom_call_inputs(eqn, call_jaxpr):
+  """JAX's type rules of custom_jvp_call and custom_vjp_call type the outputs
+  by the call_jaxpr but leave its inputs unchecked."""
+  return _jaxpr_fits("call_jaxpr", call_jaxpr, _avals(eqn.invars), None)
+
+
+def _rule_signature(thunk, kind):
+  rule = getattr(getattr(thunk, "f", None), "__self__", None)  # a WrappedFun of the decoded rule
+  return rule.signature() if isinstance(rule, kind) else None
+
+
+def _custom_vjp_call(eqn, *, call_jaxpr, fwd_jaxpr_thunk, num_consts, **_):
+  """The saved fwd and bwd rules against the call: fwd takes the primals
+  after the num_consts consts and gives the residuals it does not forward
+  from its inputs (input_fwds), then the outputs; bwd takes the residuals
+  and the outputs' cotangents and gives the primals' cotangents."""
+  found = _custom_call_inputs(eqn, call_jaxpr)
+  if found:
+    yield from found
+    return
+  sig = _rule_signature(fwd_jaxpr_thunk, custom_rules.VjpRule)
+  if sig is None:
+    return
+  fwd, bwd, out_tree, res_tree, input_fwds = sig
+  ins, outs = _in_avals(call_jaxpr), _out_avals(call_jaxpr)
+  if out_tree.num_leaves != len(outs):
+    yield "fwd_jaxpr_thunk", f"the vjp rule's out_tree has {out_tree.num_leaves} leaves for {len(outs)} outputs"
+    return
+  if any(f is not None and not 0 <= f < len(ins) for f in input_fwds):
+    yield "fwd_jaxpr_thunk", f"the vjp rule's input_fwds {input_fwds} name inputs beyond its {len(ins)}"
+    return
+  n_res = sum(f is None for f in input_fwds)
+  fwd_out = _out_avals(fwd)
+  found = _jaxpr_fits("fwd_jaxpr_thunk", fwd, ins[num_consts:], fwd_out[:n_res] + outs)
+  if found:
+    yield from found
+    return
+  res = iter(fwd_out[:n_res])
+  res_avals = [next(res) if f is None else ins[f] for f in input_fwds]
+  tangent = lambda a: a.to_tangent_aval()
+  yield from _jaxpr_fits("bwd", bwd, res_avals + [tangent(a) for a in outs],
+                         [tangent(a) for a in ins[num_consts:]])
+
+
+def _custom_linear_solve(eqn, *, const_lengths, jaxprs, **_):
+  """Each of the solve's jaxprs takes its consts (in the order of
+  const_lengths, before the right-hand sides b) and b, and gives b's avals
+  (solve: then its aux outputs). JAX's rules use them unchecked."""
+  ins = _avals(eqn.invars)
+  names = ("matvec", "vecmat", "solve", "transpose_solve")
+  lengths = [getattr(const_lengths, n) for n in names]
+  if any(type(n) is not int or n < 0 for n in lengths) or sum(lengths) > len(ins):
+    yield "const_lengths", f"const_lengths {tuple(lengths)} do not fit {len(ins)} operands"
+    return
+  b, start = ins[sum(lengths):], 0
+  for name, n in zip(names, lengths):
+    consts, start = ins[start:start + n], start + n
+    j = getattr(jaxprs, name)
+    if j is None:
+      if name in ("matvec", "solve"):
+        yield "jaxprs", f"custom_linear_solve lacks its {name} jaxpr"
+      continue
+    outs = b if name != "solve" else b + _out_avals(j)[len(b):]
+    yield from _jaxpr_fits(f"jaxprs.{name}", j, consts + b, outs)
+  if len(eqn.outvars) != len(_out_avals(jaxprs.solve)):
+    yield None, f"custom_linear_solve gives {len(eqn.outvars)} outputs where its solve gives {len(_out_avals(jaxprs.solve))}"
+
+
+def _dynamic_slice(eqn, *, slice_sizes, **_):
+  """One start index and one slice size per operand axis (JAX's shape rule
+  zips them, so that too few pass)."""
+  rank = len(eqn.invars[0].aval.shape)
+  if len(eqn.invars) != 1 + rank:
+    yield None, f"dynamic_slice of a rank-{rank} operand takes {rank} start indices, not {len(eqn.invars) - 1}"
+  if len(slice_sizes) != rank:
+    yield "slice_sizes", f"slice_sizes has {len(slice_sizes)} entries for an operand of rank {rank}"
+
+
+# The primitives whose first operand must be a PRNG key array (their type
+# rules read the key's impl without checking that it has one).
+_KEY_OPERAND = ("random_bits", "random_split", "random_fold_in", "random_unwrap", "random_clone")
+
+
+def _key_operand(eqn, **_):
+  a = eqn.invars[0].aval
+  if not compat.is_key_dtype(getattr(a, "dtype", None)):
+    yield None, f"{eqn.primitive.name} takes a PRNG key array, not {a.str_short()}"
+
+
+# Collectives name the axes of the mesh of the shard_map around them; their
+# params must fit those axes' sizes (JAX checks them when the collective is
+# traced, not in its type rule; lowering indexes with them).
+def _shard_map(eqn, *, mesh, jaxpr, **_):
+  sizes = dict(getattr(mesh, "shape", {}))
+  seen: set[int] = set()
+  stack = [(jaxpr, "jaxpr")]
+  while stack:
+    j, where = stack.pop()
+    j = j.jaxpr if isinstance(j, compat.ClosedJaxpr) else j
+    if not isinstance(j, compat.Jaxpr) or id(j) in seen:
+      continue
+    seen.add(id(j))
+    for k, inner in enumerate(j.eqns):
+      name = inner.primitive.name
+      check = _COLLECTIVES.get(name)
+      if check is not None:
+        axes = inner.params.get("axis_name", inner.params.get("axes"))
+        axes = axes if type(axes) is tuple else (axes,)
+        if all(isinstance(a, str) and a in sizes for a in axes):
+          n = int(np.prod([sizes[a] for a in axes], dtype=object))
+          for param, message in check(inner, n):
+            yield f"{where}.eqn[{k}].params.{param}", f"{name}'s {message}"
+      if name != "shard_map":  # a shard_map inside checks its own
+        for param, v in inner.params.items():
+          for q, sub in enumerate(v if type(v) is tuple else (v,)):
+            if isinstance(sub, (compat.Jaxpr, compat.ClosedJaxpr)):
+              index = f"[{q}]" if type(v) is tuple else ""
+              stack.append((sub, f"{where}.eqn[{k}].params.{param}{index}"))
+
+
+def _ppermute(eqn, n):
+  perm = eqn.params["perm"]
+  if not all(type(p) is tuple and len(p) == 2 for p in perm):
+    yield "perm", "perm is not a tuple of (source, destination) pairs"
+    return
+  if not all(type(i) is int and 0 <= i < n for p in perm for i in p):
+    yield "perm", f"perm {perm} names devices beyond the axis size {n}"
+  for what, ids in (("sources", [p[0] for p in perm]), ("destinations", [p[1] for p in perm])):
+    if len(set(ids)) != len(ids):
+      yield "perm", f"perm repeats {what}"
+
+
+def _axis_size(eqn, n):
+  if eqn.params["axis_size"] != n:
+    yield "axis_size", f"axis_size={eqn.params['axis_size']!r} where the mesh axes give {n}"
+
+
+_COLLECTIVES = {"ppermute": _ppermute, "all_gather": _axis_size, "reduce_scatter": _axis_size}
+
+
 def _reshape(eqn, *, new_sizes, **_):
   """JAX's shape rule leaves the element count unchecked (a TODO); XLA refuses it."""
   shape = eqn.invars[0].aval.shape
@@ -326,9 +469,15 @@ def _reshape(eqn, *, new_sizes, **_):
     yield "new_sizes", f"reshape of {eqn.invars[0].aval.str_short()} to {tuple(new_sizes)} changes the element count"
 
 
-def _composite(eqn, *, attributes, **params):
+# The op names StableHLO's verifier takes for a composite.
+_COMPOSITE_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]*([.][a-zA-Z0-9_$]+)+")
+
+
+def _composite(eqn, *, attributes, name, **params):
   """Each attribute is (name, leaves, treedef) with as many leaves as the
   treedef has (lowering unpacks them); the jaxpr is called as jit's is."""
+  if not (isinstance(name, str) and _COMPOSITE_NAME.fullmatch(name)):
+    yield "name", f"composite name {name!r} is not a namespaced op name such as 'my_namespace.my_op'"
   for k, a in enumerate(attributes):
     if not (type(a) is tuple and len(a) == 3 and type(a[0]) is str and type(a[1]) is tuple
             and getattr(a[2], "num_leaves", None) == len(a[1])):
@@ -344,9 +493,16 @@ def _cond(eqn, *, branches, branches_platforms=None, **_):
                                  f"for {len(branches)} branches")
 
 
-def _approx_top_k(eqn, *, recall_target, **_):
+def _approx_top_k(eqn, *, recall_target, reduction_dimension, reduction_input_size_override, **_):
   if not (isinstance(recall_target, float) and 0.0 < recall_target <= 1.0):
     yield "recall_target", f"recall_target={recall_target!r} is not in (0, 1] (XLA refuses it)"
+  shape = eqn.invars[0].aval.shape
+  n = shape[reduction_dimension] if -len(shape) <= reduction_dimension < len(shape) else None
+  override = reduction_input_size_override
+  if n is not None and override != -1 and not (type(n) is int and n <= override < (1 << 31)):
+    yield "reduction_input_size_override", (
+        f"reduction_input_size_override={override} is neither -1 nor at least the "
+        f"reduced axis's size {n} (XLA refuses it)")
 
 
 def _device_put(eqn, *, devices, srcs, copy_semantics, **_):
@@ -373,6 +529,11 @@ RULES = {
     "remat2": _call_jaxpr("jaxpr"),  # jax.checkpoint
     "closed_call": _call_jaxpr("call_jaxpr"),
     "custom_jvp_call": _custom_jvp_call,
+    "custom_vjp_call": _custom_vjp_call,
+    "custom_linear_solve": _custom_linear_solve,
+    "dynamic_slice": _dynamic_slice,
+    "shard_map": _shard_map,
+    **{name: _key_operand for name in _KEY_OPERAND},
     "reshape": _reshape,
     "composite": _composite,
     "device_put": _device_put,

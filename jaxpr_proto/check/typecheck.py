@@ -46,23 +46,6 @@ def _explain(eqn, e: Exception, upgrader) -> tuple[str, bool]:
   return f"{prim}: {type(e).__name__}: {_first_paragraph(text)}", False
 
 
-def _extra_checks(jaxpr):
-  """Checks JAX's own rules leave out. Yields (eqn index, message)."""
-  for k, eqn in enumerate(jaxpr.eqns):
-    name = eqn.primitive.name
-    if name in ("custom_jvp_call", "custom_vjp_call"):
-      cj = eqn.params.get("call_jaxpr")
-      if not isinstance(cj, compat.ClosedJaxpr):
-        continue
-      if len(eqn.invars) != len(cj.in_avals):
-        yield k, f"{name} has {len(eqn.invars)} operands for a call_jaxpr of {len(cj.in_avals)} inputs"
-        continue
-      for q, (x, a) in enumerate(zip(eqn.invars, cj.in_avals)):
-        if not compat.typecompat(a, x.aval):
-          yield k, f"{name} operand {q} has type {x.aval.str_short()}, its call_jaxpr expects {a.str_short()}"
-          break
-
-
 def _check_one(jaxpr, upgrader, contexts=()):
   """(eqn index or None, (message, is_version)) of the first type error of one
   jaxpr, checked inside `contexts` (see compat.sub_jaxpr_contexts), or None."""
@@ -81,8 +64,6 @@ def _check_one(jaxpr, upgrader, contexts=()):
     k = compat.check_jaxpr_frame_eqn_index(e.__traceback__)
     eqn = jaxpr.eqns[k] if isinstance(k, int) and 0 <= k < len(jaxpr.eqns) else None
     return k, _explain(eqn, e, upgrader)
-  for k, msg in _extra_checks(jaxpr):
-    return k, (msg, False)
   return None
 
 

@@ -284,6 +284,16 @@ class VjpRule:
       raise DecodeError("input_fwds does not match the residual tree", path)
     self.out_trees = lambda: (out_tree, res_tree, list(input_fwds))
 
+  def signature(self):
+    """(fwd ClosedJaxpr, bwd ClosedJaxpr, out_tree, res_tree, input_fwds) as
+    saved, or None for a rule saved as not traceable."""
+    if self._msg.trace_error:
+      return None
+    out_tree, res_tree, input_fwds = self.out_trees()
+    return (self._dec.closed_jaxpr(self._msg.fwd, self._path + ".fwd"),
+            self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd"),
+            out_tree, res_tree, input_fwds)
+
   def _fwd_jaxpr(self, *nonzeros):
     if self._msg.trace_error:
       _raise_trace_error(self._msg, self._path)

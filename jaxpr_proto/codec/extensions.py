@@ -209,7 +209,26 @@ def _build_hiprim(codec: str, fields: dict, path: str):
   if prim.out_aval != fields["out_aval"]:  # what the eqn's outputs are typed by
     raise DecodeError(f"{name}: out_aval {fields['out_aval']} does not follow from its inputs "
                       f"and params ({prim.out_aval})", path)
+  for p, args in compat.hiprim_functions(prim).items():
+    why = _function_misfit(prim.params.get(p), args)
+    if why:
+      raise DecodeError(f"{name}'s {p} {why}", f"{path}.params.{p}")
   return prim
+
+
+def _function_misfit(fn, args):
+  """Why the decoded function `fn` cannot be called with pytrees of avals `args`, or None."""
+  source = getattr(fn, "_jaxpr_proto_source", None)
+  if source is None:
+    return "is not a function"
+  cj, in_tree, _ = source
+  leaves, tree = jax.tree.flatten(args)
+  if tree != in_tree:
+    return f"takes arguments {in_tree} where it is called with {tree}"
+  for k, (a, b) in enumerate(zip(cj.in_avals, leaves)):
+    if not compat.typecompat(a, b):
+      return f"takes {a.str_short()} as input {k} where it is called with {b.str_short()}"
+  return None
 
 
 register(lambda v: ("jax::function", v.fields) if isinstance(v, TracedFunction) else None,

@@ -100,8 +100,15 @@ def _tangents(avals):
   return jax.tree.map(lambda a: a.to_tangent_aval(), avals)
 
 
+_CUSTOM_ROOT_PARAMS = frozenset({"f", "solve", "tangent_solve", "solve_jaxpr", "has_aux"})
+
+
 def _custom_root(in_avals, out_aval, params):
   """custom_root's HiPrim, from its parts (its constructor wants a jax.stages.Traced)."""
+  if set(params) != _CUSTOM_ROOT_PARAMS:
+    raise TypeError(f"custom_root takes the params {sorted(_CUSTOM_ROOT_PARAMS)}, not {sorted(params)}")
+  if type(params["has_aux"]) is not bool or not isinstance(params["solve_jaxpr"], core.Jaxpr):
+    raise TypeError("custom_root's has_aux must be a bool and its solve_jaxpr a jaxpr")
   prim = _solves.CustomRoot.__new__(_solves.CustomRoot)
   prim.in_avals, prim.out_aval, prim.params = in_avals, out_aval, dict(params)
   prim.effects = frozenset()
