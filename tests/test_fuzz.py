@@ -54,7 +54,7 @@ def runner():
 
 @pytest.mark.parametrize("path", REGRESSIONS, ids=[p.stem for p in REGRESSIONS])
 def test_regression(path, runner):
-  outcome, detail = runner.judge("", b"", path.read_bytes())
+  outcome, detail, _ = runner.judge(path.read_bytes(), vjp=path.stem.endswith(fuzz.VJP_SUFFIX))
   assert outcome in fuzz.GOOD, f"{path.name}: {outcome}: {detail}"
 
 

@@ -420,7 +420,21 @@ def test_literal_that_does_not_match_its_type(base):
   lit = next(a for a in e.invars if a.WhichOneof("kind") == "literal")
   m.avals.add().shaped_array.CopyFrom(pb.ShapedArray(dtype=pb.DTYPE_INT32, shape=[pb.Dim(constant=2)]))
   lit.literal.aval = len(m.avals) - 1
-  _fails(m, path="eqn[1]")
+  _fails(m, match="is not of its type int32[2]", path=f"eqn[1].invars[{list(e.invars).index(lit)}]")
+
+
+@pytest.mark.parametrize("kind, value, error", [
+    # a TypedFloat of an integer dtype (JAX: "cannot convert float NaN to integer")
+    (pb.ARRAY_KIND_TYPED_FLOAT, np.float64("nan").tobytes(), "a TypedFloat cannot have dtype int32"),
+    # an int32 TypedInt of a 64-bit value (JAX: "TypedInt(...) out of bounds for int32")
+    (pb.ARRAY_KIND_TYPED_INT, np.int64(1 << 40).tobytes(), "1099511627776 does not fit in int32"),
+])
+def test_typed_scalar_that_does_not_fit_its_dtype(kind, value, error):
+  m = jp.encode(jax.make_jaxpr(lambda x: x + 3)(np.int32(1)))
+  lit = next(a for a in _root(m).eqns[0].invars if a.WhichOneof("kind") == "literal")
+  lit.literal.value.array.kind = kind
+  lit.literal.value.array.data = value
+  _fails(m, match=error, path="eqn[0].invars[1]")
 
 
 def test_constant_that_does_not_match_its_variable(base):

@@ -13,11 +13,16 @@ level, and judges it (`judge`):
 * `jp.check` must agree: ok exactly when `jp.loads` returned;
 * what loaded must run: `jax.jit` of the program on inputs of its input
   types, and `jax.vjp` pulled back where the seed's program is
-  differentiable, raise nothing;
+  differentiable, raise nothing (at vjp, JAX's own NotImplementedError for
+  a valid program it has no rule for, such as a window-dilated max pool,
+  counts as `not_differentiable`);
 * no case may crash the process (each runs in a worker process, restarted
-  after a crash) or run past the time limit.
+  after a crash) or run past the time limit, except a program with a while
+  loop that compiled and then runs on (`while_runs_on`: a loop whose
+  condition stays true, as `lax.while_loop(lambda c: True, ...)`, runs
+  forever under JAX too, and whether a loop ends cannot be decided).
 
-    .venv/bin/python tools/fuzz.py --cases 20000 --seed 1          # a long run
+    .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
     .venv/bin/python tools/fuzz.py --atheris -- -runs=100000        # coverage-guided
 
@@ -32,9 +37,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import multiprocessing
 import os
 import pathlib
+import queue
 import random
 import signal
 import sys
@@ -59,7 +66,10 @@ from google.protobuf import descriptor as _descriptor  # noqa: E402
 _FD = _descriptor.FieldDescriptor
 
 # The outcomes that are not bad.
-GOOD = ("refused", "ran", "loaded_not_run")
+GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on")
+# Saved cases whose seed's program can be pulled back end in this: their
+# replay judges vjp too.
+VJP_SUFFIX = "_vjp"
 
 
 # --- seeds ---------------------------------------------------------------------
@@ -312,6 +322,28 @@ def _too_big(jaxpr, depth=0) -> bool:
   return False
 
 
+class _Executing:
+  """Whether a case is executing its compiled program: 1 for a program with a
+  while loop, 2 for one without, 0 before (loading, checking, compiling). A
+  worker shares it with its Runner (a multiprocessing.Value), which reads it
+  when XLA holds the worker so that its alarm cannot get through."""
+  value = 0
+
+
+_executing = _Executing()
+
+
+def _has_while(jaxpr, depth=0) -> bool:
+  from jaxpr_proto import compat
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name == "while":
+      return True
+    if depth < 50 and any(_has_while(getattr(s, "jaxpr", s), depth + 1)
+                          for s in compat.jaxprs_in_params(eqn.params)):
+      return True
+  return False
+
+
 def _run_program(cj, vjp: bool) -> str:
   """'ran' or 'loaded_not_run'; raises what JAX raised."""
   import jax
@@ -320,11 +352,16 @@ def _run_program(cj, vjp: bool) -> str:
   if any(a is None for a in args) or _too_big(cj.jaxpr):
     return "loaded_not_run"
   f = jaxpr_as_fun(cj)
-  jax.block_until_ready(jax.jit(f)(*args))
-  if vjp:
-    out, pull = jax.vjp(f, *args)
-    jax.block_until_ready(pull(jax.tree.map(lambda o: np.ones(o.shape, o.dtype)
-                                             if o.dtype != jax.dtypes.float0 else o, out)))
+  compiled = jax.jit(f).lower(*args).compile()
+  _executing.value = 1 if _has_while(cj.jaxpr) else 2
+  jax.block_until_ready(compiled(*args))
+  _executing.value = 0
+  if vjp:  # under jit, as grad is used (JAX's eager impls differ: sharding_constraint's)
+    def pulled_back(*args):
+      out, pull = jax.vjp(f, *args)
+      return pull([np.zeros(o.shape, o.dtype) if o.dtype == jax.dtypes.float0
+                   else jax.numpy.ones(o.shape, o.dtype) for o in out])
+    jax.block_until_ready(jax.jit(pulled_back)(*args))
   return "ran"
 
 
@@ -340,34 +377,37 @@ def _vjp_ok(cj) -> bool:
 
 
 # Run outcomes by program (`_program_key`): most mutations that load change
-# only what running does not read (names, source info), and compiling again
-# the same program is most of a case's time.
+# only what running does not read (source info), and compiling again the
+# same program is most of a case's time.
 _RUNS: dict = {}
 
 
-def _program_key(cj) -> bytes:
-  """A digest of what running reads: the program as saved without source
-  info (its params, types with weak types and shardings, effects and
-  constants), and the debug info of each jaxpr, which JAX asserts the counts
-  of when it traces again."""
+def _program_key(data: bytes) -> bytes:
+  """A digest of the file without its source info (tracebacks, frames and
+  their strings): everything else, custom rules and their debug info
+  included, is part of the key, so that two cases that may run differently
+  never share an outcome."""
   import hashlib
-  from jaxpr_proto import compat
-  h = hashlib.sha256(jp.dumps(cj, debug_info=False))
-  stack, seen = [cj.jaxpr], set()
-  while stack:
-    j = stack.pop()
-    if id(j) in seen:
-      continue
-    seen.add(id(j))
-    h.update(repr(j.debug_info).encode())
+  m = pb.Module()
+  m.ParseFromString(data)
+  for field in ("strings", "frames", "tracebacks"):
+    m.ClearField(field)
+  for j in m.jaxprs:
     for e in j.eqns:
-      stack.extend(s.jaxpr if isinstance(s, compat.ClosedJaxpr) else s
-                   for s in compat.jaxprs_in_params(e.params))
-  return h.digest()
+      e.traceback = 0
+  return hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
 
 
 def _closed(x):
   return x.closed_jaxpr if isinstance(x, jp.Function) else x
+
+
+def _past_time_limit(stage: str) -> tuple[str, str]:
+  if _executing.value == 1:
+    # A while loop whose condition stays true runs on under JAX too: whether
+    # a loop ends is undecidable, so no loader can refuse it.
+    return "while_runs_on", "a while loop ran past the time limit after compiling"
+  return "hang", f"{stage} (executing)" if _executing.value else stage
 
 
 def judge(data: bytes) -> tuple[str, str]:
@@ -375,6 +415,7 @@ def judge(data: bytes) -> tuple[str, str]:
   or 'escaped', 'unchecked', 'disagree', 'fails_in_jax', 'hang'."""
   old = signal.signal(signal.SIGALRM, _alarm)
   signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
+  _executing.value = 0
   stage = "jp.loads"
   try:
     try:
@@ -393,7 +434,7 @@ def judge(data: bytes) -> tuple[str, str]:
       return "refused", type(error).__name__
     stage = "running"
     cj = _closed(loaded)
-    key = _program_key(cj)
+    key = _program_key(data)
     if key not in _RUNS:
       try:
         _RUNS[key] = _run_program(cj, vjp=False), ""
@@ -403,7 +444,7 @@ def judge(data: bytes) -> tuple[str, str]:
         _RUNS[key] = "fails_in_jax", f"jit: {type(e).__name__}: {str(e)[:1500]}"
     return _RUNS[key]
   except _Timeout:
-    return "hang", stage
+    return _past_time_limit(stage)
   except Exception as e:
     return "escaped", f"{stage}: {type(e).__name__}: {e}\n{traceback.format_exc(limit=-6)}"
   finally:
@@ -415,16 +456,19 @@ def judge_vjp(data: bytes) -> tuple[str, str]:
   """For a case that ran, of a differentiable seed: its vjp must run too."""
   old = signal.signal(signal.SIGALRM, _alarm)
   signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
+  _executing.value = 0
   try:
     cj = _closed(jp.loads(data))
     if not all(d for d in _differentiable_args(cj)):
       return "ran", ""
-    key = (_program_key(cj), "vjp")
+    key = (_program_key(data), "vjp")
     if key not in _RUNS:
       _RUNS[key] = _run_program(cj, vjp=True), ""
     return _RUNS[key]
   except _Timeout:
-    return "hang", "vjp"
+    return _past_time_limit("vjp")
+  except NotImplementedError as e:  # JAX has no rule for it (a window-dilated max pool): it ran
+    return "not_differentiable", f"vjp: {e}"
   except Exception as e:
     return "fails_in_jax", f"vjp: {type(e).__name__}: {str(e)[:1500]}"
   finally:
@@ -434,7 +478,9 @@ def judge_vjp(data: bytes) -> tuple[str, str]:
 
 # --- a worker process, so that a crash is a finding, not the end -----------------
 
-def _worker(conn):
+def _worker(conn, executing):
+  global _executing
+  _executing = executing
   import jax
   jax.config.update("jax_platforms", "cpu")
   vjp_seeds: dict[str, bool] = {}
@@ -443,21 +489,26 @@ def _worker(conn):
     msg = conn.recv()
     if msg is None:
       return
-    seed_name, seed_data, data = msg
+    data, seed_name, seed_data, vjp = msg
     cases += 1
     if cases % 500 == 0:  # what jit keeps of each program it compiled
       jax.clear_caches()
     outcome, detail = judge(data)
-    if outcome == "ran":
-      ok = vjp_seeds.get(seed_name)
-      if ok is None:
+    if outcome != "refused" and vjp is None:  # judged by whether the seed's vjp runs
+      vjp = vjp_seeds.get(seed_name)
+      if vjp is None:
         try:
-          ok = vjp_seeds[seed_name] = _vjp_ok(_closed(jp.loads(seed_data)))
+          vjp = _vjp_ok(_closed(jp.loads(seed_data)))
         except Exception:
-          ok = vjp_seeds[seed_name] = False
-      if ok:
-        outcome, detail = judge_vjp(data)
-    conn.send((outcome, detail))
+          vjp = False
+        vjp_seeds[seed_name] = vjp
+    if outcome == "ran" and vjp:
+      outcome, detail = judge_vjp(data)
+    conn.send((outcome, detail, bool(vjp)))
+
+
+# Outcomes where the worker's alarm stopped a case mid-way.
+_STOPPED = ("hang", "while_runs_on")
 
 
 class Runner:
@@ -470,30 +521,40 @@ class Runner:
 
   def _start(self):
     self._conn, child = self._ctx.Pipe()
-    self._proc = self._ctx.Process(target=_worker, args=(child,), daemon=True)
+    self._executing = self._ctx.Value("b", 0, lock=False)
+    self._proc = self._ctx.Process(target=_worker, args=(child, self._executing), daemon=True)
     self._proc.start()
     child.close()
 
-  def judge(self, seed_name: str, seed_data: bytes, data: bytes) -> tuple[str, str]:
+  def judge(self, data: bytes, seed_name: str = "", seed_data: bytes = b"",
+            vjp: bool | None = None) -> tuple[str, str, bool]:
+    """(outcome, detail, whether vjp is judged) of one case. vjp=None judges
+    it where the seed's program can be pulled back."""
     if self._proc is None or not self._proc.is_alive():
       self._start()
-    self._conn.send((seed_name, seed_data, data))
+    self._conn.send((data, seed_name, seed_data, vjp))
     # Startup (importing JAX) and a first compile take a while; then the
     # worker's own alarm answers within TIME_LIMIT_S per stage.
     if self._conn.poll(4 * TIME_LIMIT_S + 60):
       try:
-        return self._conn.recv()
+        result = self._conn.recv()
       except EOFError:
         pass
+      else:
+        if result[0] in _STOPPED:  # XLA may still be running it: the next case gets a new worker
+          self.close()
+        return result
     else:
       self.close()
-      return "hang", "the worker did not answer"
+      if self._executing.value == 1:  # XLA held it in a while loop (see _past_time_limit)
+        return "while_runs_on", "a while loop ran past the time limit after compiling", bool(vjp)
+      return "hang", "the worker did not answer", bool(vjp)
     code = self._proc.exitcode if self._proc is not None else None
     self._proc.join(5)
     self._proc = None
     sig = -code if code is not None and code < 0 else None
     return "crash", (f"the worker died of signal {sig} ({signal.Signals(sig).name})"
-                     if sig else f"the worker exited with {code}")
+                     if sig else f"the worker exited with {code}"), bool(vjp)
 
   def close(self):
     if self._proc is not None:
@@ -503,36 +564,59 @@ class Runner:
       self._proc = None
 
 
-def fuzz(n_cases: int, first: int = 0, base_seed: int = 0, seed_list=None, save=None, log=None):
-  """Runs cases first .. first+n_cases-1; returns a summary dict."""
+def fuzz(n_cases: int, first: int = 0, base_seed: int = 0, seed_list=None, save=None, log=None,
+         jobs: int = 1, seconds: float | None = None):
+  """Runs cases first .. first+n_cases-1 in `jobs` worker processes, or as
+  many of them as `seconds` allows (cases not started by then are not
+  judged, nor counted); returns a summary dict."""
   seed_list = seed_list if seed_list is not None else seeds()
   seed_bytes = dict(seed_list)
-  runner = Runner()
+  runners: queue.SimpleQueue = queue.SimpleQueue()
+  all_runners = [Runner() for _ in range(jobs)]
+  for r in all_runners:
+    runners.put(r)
   counts: collections.Counter = collections.Counter()
   failures = []
   t0 = time.time()
+
+  def one(k):
+    if seconds is not None and time.time() - t0 > seconds:
+      return None
+    label, data = make_case(seed_list, k, base_seed)
+    seed_name = label.rsplit("/", 1)[0]
+    runner = runners.get()
+    try:
+      return k, label, data, runner.judge(data, seed_name, seed_bytes[seed_name])
+    finally:
+      runners.put(runner)
+
   try:
-    for k in range(first, first + n_cases):
-      label, data = make_case(seed_list, k, base_seed)
-      seed_name = label.rsplit("/", 1)[0]
-      outcome, detail = runner.judge(seed_name, seed_bytes[seed_name], data)
-      counts[outcome] += 1
-      if outcome not in GOOD:
-        failures.append((k, label, outcome, detail))
-        if save:
-          os.makedirs(save, exist_ok=True)
-          pathlib.Path(save, f"s{base_seed}_c{k}_{outcome}.jaxpb").write_bytes(data)
-      if log and (k - first + 1) % 500 == 0:
-        log(f"{k - first + 1} cases, {dict(counts)}, {time.time() - t0:.0f}s")
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+      for result in pool.map(one, range(first, first + n_cases)):
+        if result is None:
+          continue
+        k, label, data, (outcome, detail, vjp) = result
+        counts[outcome] += 1
+        if outcome not in GOOD:
+          failures.append((k, label, outcome, detail))
+          if save:
+            os.makedirs(save, exist_ok=True)
+            suffix = VJP_SUFFIX if vjp else ""  # replay judges vjp too
+          pathlib.Path(save, f"s{base_seed}_c{k}_{outcome}{suffix}.jaxpb").write_bytes(data)
+        done = sum(counts.values())
+        if log and done % 500 == 0:
+          log(f"{done} cases, {dict(counts)}, {time.time() - t0:.0f}s")
   finally:
-    runner.close()
-  return {"cases": n_cases, "counts": dict(counts), "failures": failures,
-          "seconds": time.time() - t0, "seeds": len(seed_list), "base_seed": base_seed}
+    for r in all_runners:
+      r.close()
+  return {"cases": sum(counts.values()), "counts": dict(counts), "failures": failures,
+          "seconds": time.time() - t0, "seeds": len(seed_list), "base_seed": base_seed,
+          "first": first}
 
 
 def format_result(result) -> str:
   bad = sum(v for k, v in result["counts"].items() if k not in GOOD)
-  lines = [f"{result['cases']} cases (seed {result['base_seed']}) over {result['seeds']} seeds "
+  lines = [f"{result['cases']} cases (seed {result['base_seed']}, from case {result['first']}) over {result['seeds']} seeds "
            f"in {result['seconds']:.0f}s: {result['counts']}; {bad} bad"]
   for k, label, outcome, detail in result["failures"][:40]:
     lines.append(f"  case {k} ({label}): {outcome}: {detail[:600]}")
@@ -540,12 +624,13 @@ def format_result(result) -> str:
 
 
 def replay(folder) -> list[tuple[str, str, str]]:
-  """(file, outcome, detail) of each saved case, judged again."""
+  """(file, outcome, detail) of each saved case, judged again (vjp too
+  where the file name ends in VJP_SUFFIX)."""
   runner = Runner()
   out = []
   try:
     for f in sorted(pathlib.Path(folder).glob("*.jaxpb")):
-      outcome, detail = runner.judge("", b"", f.read_bytes())
+      outcome, detail, _ = runner.judge(f.read_bytes(), vjp=f.stem.endswith(VJP_SUFFIX))
       out.append((f.name, outcome, detail))
   finally:
     runner.close()
@@ -598,6 +683,8 @@ def main(argv=None):
   ap.add_argument("--cases", type=int, default=1000)
   ap.add_argument("--first", type=int, default=0)
   ap.add_argument("--seed", type=int, default=0)
+  ap.add_argument("--jobs", type=int, default=1, help="worker processes judging cases at once")
+  ap.add_argument("--seconds", type=float, help="start no case after this many seconds")
   ap.add_argument("--golden-only", action="store_true", help="seeds: the golden files only")
   ap.add_argument("--save", default="/tmp/jaxpr_proto_fuzz", help="folder for bad cases")
   ap.add_argument("--replay", help="judge the .jaxpb files of a folder again")
@@ -613,7 +700,8 @@ def main(argv=None):
       bad += outcome not in GOOD
     return 1 if bad else 0
   result = fuzz(args.cases, args.first, args.seed, seeds(corpus=not args.golden_only),
-                save=args.save, log=lambda s: print(s, flush=True))
+                save=args.save, log=lambda s: print(s, flush=True), jobs=args.jobs,
+                seconds=args.seconds)
   print(format_result(result), flush=True)
   return 1 if result["failures"] else 0
 

@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from jaxpr_proto import compat
-from jaxpr_proto.check import param_schema
+from jaxpr_proto.check import bounds, param_schema
 from jaxpr_proto.codec import custom_rules
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -46,10 +46,24 @@ def _errors(dec):
     if not isinstance(jaxpr, compat.Jaxpr):
       continue
     prefix = f"{path}." if path else ""
+    found = False
     for k, eqn in enumerate(jaxpr.eqns):
       where = f"{prefix}eqn[{k}]"
       for param, message in eqn_errors(eqn):
+        found = True
         yield (f"{where}.params.{param}" if param else where), message
+    if not found and not getattr(jaxpr, "is_high", True):
+      yield from _high_eqns(jaxpr, prefix)
+
+
+def _high_eqns(jaxpr, prefix):
+  """A jaxpr with a high-level (HiJAX) eqn is marked is_high, as JAX's
+  tracing marks it: jit lowers such eqns to low-level ones only then (no
+  MLIR rule lowers call_hi_primitive itself)."""
+  for k, eqn in enumerate(jaxpr.eqns):
+    if eqn.primitive.is_high(*(x.aval for x in eqn.invars), **eqn.params):
+      yield f"{prefix}eqn[{k}]", f"{eqn.primitive.name} is a high-level eqn in a jaxpr not marked is_high"
+      return
 
 
 def eqn_errors(eqn):
@@ -60,7 +74,7 @@ def eqn_errors(eqn):
     yield param, message
   for param, v in eqn.params.items():
     why = (_unhashable(v) or _big_int(v) or (param in _DISTINCT and _repeats(v))
-           or (param in _AXES and _far_axis(v)))
+           or (param in _AXES and _far_axis(v)) or (param == "precision" and _not_a_pair(v)))
     if why:
       found = True
       yield param, f"{name}'s {param} {why}"
@@ -98,6 +112,13 @@ def _far_axis(v):
   for x in (v if type(v) is tuple else (v,)):
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and not -_MAX_RANK <= x <= _MAX_RANK:
       return f"is an axis beyond any rank ({x})"
+  return None
+
+
+def _not_a_pair(v):
+  """A precision is None, one value, or a pair (lhs, rhs): JAX's rules read two."""
+  if type(v) is tuple and len(v) != 2:
+    return f"has {len(v)} entries, not a pair (lhs, rhs)"
   return None
 
 
@@ -276,23 +297,67 @@ def _windowed(eqn, *, window_dimensions, window_strides, padding, base_dilation=
   """A windowed reduction: one window entry per operand axis, padding pairs
   of ints (XLA aborts on others; JAX's shape rules do not all check)."""
   rank = len(eqn.invars[0].aval.shape)
-  for param, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
-                   ("padding", padding), ("base_dilation", base_dilation),
-                   ("window_dilation", window_dilation)):
-    if v is not None and len(v) != rank:
-      yield param, f"{param} has {len(v)} entries for an operand of rank {rank}"
+  found = _window_errors(rank, padding, window_dimensions=window_dimensions,
+                         window_strides=window_strides, base_dilation=base_dilation,
+                         window_dilation=window_dilation)
+  yield from found
+  if "select_jaxpr" in params and not found:  # its window arithmetic needs sound windows
+    yield from _select_and_scatter(eqn, **eqn.params)
+
+
+def _window_errors(n, padding, **sizes):
+  """Errors of windows over `n` axes: one entry per axis in `padding` (low,
+  high pairs within XLA's sizes) and in each of `sizes` (positive ints; None
+  where absent)."""
+  found = []
+  for param, v in (("padding", padding), *sizes.items()):
+    if v is not None and len(v) != n:
+      found.append((param, f"{param} has {len(v)} entries for {n} axes"))
   for k, p in enumerate(padding):
     if len(p) != 2:
-      yield "padding", f"padding[{k}] is not a (low, high) pair"
-      return
+      return found + [("padding", f"padding[{k}] is not a (low, high) pair")]
     if any(type(x) is int and abs(x) >= _MAX_PAD for x in p):
-      yield "padding", f"padding[{k}] is beyond {_MAX_PAD} (XLA's sizes overflow)"
-  for param, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
-                   ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
+      found.append(("padding", f"padding[{k}] is beyond {_MAX_PAD} (XLA's sizes overflow)"))
+  for param, v in sizes.items():
     if v is not None and any(type(d) is int and d < 1 for d in v):
+      found.append((param, f"{param} must be positive"))
+  return found
+
+
+def _conv(eqn, *, window_strides, padding, lhs_dilation, rhs_dilation, feature_group_count,
+          batch_group_count, dimension_numbers, **_):
+  """A convolution's dimension numbers, each a permutation of the operands'
+  axes, and its window entries, one per spatial axis (JAX's shape rule
+  zips them, so that too few pass and XLA's verifier refuses them)."""
+  rank = len(eqn.invars[0].aval.shape)
+  for field in ("lhs_spec", "rhs_spec", "out_spec"):
+    spec = getattr(dimension_numbers, field, None)
+    if spec is None or sorted(spec) != list(range(rank)):
+      yield "dimension_numbers", f"dimension_numbers.{field} {spec} is not a permutation of the {rank} axes"
+      return
+  spatial = rank - 2
+  yield from _window_errors(spatial, padding, window_strides=window_strides,
+                            lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation)
+  for param, v in (("feature_group_count", feature_group_count),
+                   ("batch_group_count", batch_group_count)):
+    if v < 1:
       yield param, f"{param} must be positive"
-  if "select_jaxpr" in params:
-    yield from _select_and_scatter(eqn, **eqn.params)
+
+
+def _reduce_precision(eqn, *, exponent_bits, mantissa_bits, **_):
+  """XLA takes 1 or more exponent bits and 0 or more mantissa bits."""
+  if not 1 <= exponent_bits < (1 << 31):
+    yield "exponent_bits", f"exponent_bits={exponent_bits} is not a positive int32"
+  if not 0 <= mantissa_bits < (1 << 31):
+    yield "mantissa_bits", f"mantissa_bits={mantissa_bits} is not a non-negative int32"
+
+
+def _convert_element_type(eqn, *, new_dtype, **_):
+  """PRNG keys convert to nothing and nothing converts to them (JAX's rule
+  lets an operand key through, and lowering then fails)."""
+  a = eqn.invars[0].aval
+  if compat.is_key_dtype(getattr(a, "dtype", None)) or compat.is_key_dtype(new_dtype):
+    yield None, f"convert_element_type of {a.str_short()} to {new_dtype}: PRNG keys do not convert"
 
 
 def _reduce_window(eqn, **params):
@@ -308,7 +373,8 @@ def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
   if found:
     yield from found
     return
-  sig = _rule_signature(jvp_jaxpr_fun, custom_rules.JvpRule)
+  rule = _rule_of(jvp_jaxpr_fun)
+  sig = rule.signature() if isinstance(rule, custom_rules.JvpRule) else None
   if sig is None:
     return
   jvp, out_zeros = sig
@@ -317,8 +383,47 @@ def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
     yield "jvp_jaxpr_fun", f"the jvp rule's out_zeros has {len(out_zeros)} entries for {len(outs)} outputs"
     return
   tangent = lambda a: a.to_tangent_aval()
-  yield from _jaxpr_fits("jvp_jaxpr_fun", jvp, ins + [tangent(a) for a in ins],
-                         outs + [tangent(a) for a, z in zip(outs, out_zeros) if not z])
+  found = _jaxpr_fits("jvp_jaxpr_fun", jvp, ins + [tangent(a) for a in ins],
+                      outs + [tangent(a) for a, z in zip(outs, out_zeros) if not z])
+  if found:
+    yield from found
+    return
+  if "linear" not in rule.checked:
+    rule.checked["linear"] = _not_linear(jvp, len(ins), len(outs))
+  if rule.checked["linear"]:
+    yield "jvp_jaxpr_fun", rule.checked["linear"]
+
+
+def _not_linear(jvp, n_primals, n_outs):
+  """Why the jvp rule's tangent outputs are not linear in its tangent inputs,
+  or None. grad transposes that part of the rule, as JAX's
+  `linear_transpose` does: traced here (nothing runs), so that a rule such as
+  `t * t` or `sin(t)` is refused on load rather than failing inside JAX
+  (an AssertionError in its bilinear transpose) at grad time."""
+  import functools
+  import jax
+  ins, outs = _in_avals(jvp), _out_avals(jvp)
+  tangents_in, tangents_out = ins[n_primals:], outs[n_outs:]
+  if not tangents_out or not all(jax.numpy.issubdtype(a.dtype, jax.numpy.inexact)
+                                 for a in tangents_in + tangents_out):
+    return None  # float0 or integer tangents: nothing of them is transposed
+  f = compat.jaxpr_as_fun(jvp)
+  spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype)
+
+  def tangent_part(primals, *tangents):
+    return f(*primals, *tangents)[n_outs:]
+
+  def transpose(primals, cotangents):
+    return jax.linear_transpose(functools.partial(tangent_part, primals),
+                                *map(spec, tangents_in))(cotangents)
+  try:
+    with compat.no_current_trace():
+      jax.make_jaxpr(transpose)([spec(a) for a in ins[:n_primals]], [spec(a) for a in tangents_out])
+  except Exception as e:
+    text = str(e).strip().splitlines()
+    return (f"the jvp rule is not linear in its tangents, as grad needs "
+            f"({type(e).__name__}{': ' + text[0] if text else ''})")
+  return None
 
 
 def _custom_call_inputs(eqn, call_jaxpr):
@@ -327,8 +432,12 @@ def _custom_call_inputs(eqn, call_jaxpr):
   return _jaxpr_fits("call_jaxpr", call_jaxpr, _avals(eqn.invars), None)
 
 
+def _rule_of(thunk):
+  return getattr(getattr(thunk, "f", None), "__self__", None)  # a WrappedFun of the decoded rule
+
+
 def _rule_signature(thunk, kind):
-  rule = getattr(getattr(thunk, "f", None), "__self__", None)  # a WrappedFun of the decoded rule
+  rule = _rule_of(thunk)
   return rule.signature() if isinstance(rule, kind) else None
 
 
@@ -413,7 +522,12 @@ def _key_operand(eqn, **_):
 # Collectives name the axes of the mesh of the shard_map around them; their
 # params must fit those axes' sizes (JAX checks them when the collective is
 # traced, not in its type rule; lowering indexes with them).
-def _shard_map(eqn, *, mesh, jaxpr, **_):
+#
+# Every eqn of the body was traced under the shard_map's mesh with its newly
+# manual axes Manual, and records that mesh in its context: JAX re-enters it
+# when it transposes the eqn (ad.backward_pass3, `with eqn.ctx.manager`), and
+# a varying type on a mesh without those axes fails an assert in core.get_mat.
+def _shard_map(eqn, *, mesh, jaxpr, newly_manual_axes, **_):
   sizes = dict(getattr(mesh, "shape", {}))
   seen: set[int] = set()
   stack = [(jaxpr, "jaxpr")]
@@ -425,8 +539,17 @@ def _shard_map(eqn, *, mesh, jaxpr, **_):
     seen.add(id(j))
     for k, inner in enumerate(j.eqns):
       name = inner.primitive.name
+      ctx_mesh = inner.ctx.cur_abstract_mesh
+      ctx_types = dict(zip(ctx_mesh.axis_names, ctx_mesh.axis_types))
+      ctx_sizes = dict(getattr(ctx_mesh, "shape", {}))
+      not_manual = sorted(a for a in newly_manual_axes
+                          if ctx_types.get(a) != compat.AxisType.Manual or ctx_sizes.get(a) != sizes.get(a))
+      if not_manual:
+        yield (f"{where}.eqn[{k}]", f"{name} in a shard_map body has the context mesh {ctx_mesh}, "
+               f"where the shard_map's axes {not_manual} are not Manual")
+        return
       check = _COLLECTIVES.get(name)
-      if check is not None:
+      if check is not None and not any(param_schema.errors(name, inner.params)):
         axes = inner.params.get("axis_name", inner.params.get("axes"))
         axes = axes if type(axes) is tuple else (axes,)
         if all(isinstance(a, str) and a in sizes for a in axes):
@@ -459,6 +582,46 @@ def _axis_size(eqn, n):
 
 
 _COLLECTIVES = {"ppermute": _ppermute, "all_gather": _axis_size, "reduce_scatter": _axis_size}
+
+
+def _threefry2x32(eqn, **_):
+  """Its two key words have one shape, as have its two count words (the
+  lowering's loop carries them rotated; the shape rule, which broadcasts a
+  scalar, lets a key pair of () and (2,) through)."""
+  shapes = [tuple(x.aval.shape) for x in eqn.invars]
+  for what, (a, b) in (("key", shapes[0:2]), ("count", shapes[2:4])):
+    if a != b:
+      yield None, f"threefry2x32's two {what} words have different shapes {a} and {b}"
+
+
+def _scan(eqn, *, length, unroll, jaxpr, **_):
+  """A trip count XLA's loop counter holds, and an unrolled body within the
+  chain of dependent eqns XLA compiles safely (see check.bounds)."""
+  if type(unroll) is bool or not 1 <= unroll:
+    yield "unroll", f"unroll={unroll!r} is not a positive int"
+    return
+  if type(length) is not int:  # symbolic: the shapes bound it when it is known
+    return
+  if not 0 <= length < (1 << 31):
+    yield "length", f"scan length {length} is beyond XLA's int32 trip count"
+    return
+  body = jaxpr.jaxpr if isinstance(jaxpr, compat.ClosedJaxpr) else jaxpr
+  copies = min(unroll, length)
+  if copies > 1 and copies * _chain(body) > bounds.MAX_CHAIN:
+    yield "unroll", (f"unroll={unroll} copies of a body with a chain of {_chain(body)} "
+                     f"dependent eqns make a chain beyond {bounds.MAX_CHAIN} (see check.bounds)")
+
+
+def _chain(jaxpr) -> int:
+  """The longest chain of dependent eqns of a jaxpr (a call counted as one)."""
+  depth: dict = {}
+  longest = 0
+  for eqn in jaxpr.eqns:
+    d = 1 + max((depth.get(x, 0) for x in eqn.invars if not isinstance(x, compat.Literal)), default=0)
+    for v in eqn.outvars:
+      depth[v] = d
+    longest = max(longest, d)
+  return longest
 
 
 def _reshape(eqn, *, new_sizes, **_):
@@ -535,6 +698,11 @@ RULES = {
     "shard_map": _shard_map,
     **{name: _key_operand for name in _KEY_OPERAND},
     "reshape": _reshape,
+    "threefry2x32": _threefry2x32,
+    "scan": _scan,
+    "conv_general_dilated": _conv,
+    "reduce_precision": _reduce_precision,
+    "convert_element_type": _convert_element_type,
     "composite": _composite,
     "device_put": _device_put,
     "cond": _cond,

@@ -131,7 +131,11 @@ def decode_array(msg: pb.Array, path: str):
   typed = _TYPED_SCALARS.get(kind)
   if typed is not None:
     value, dtype = x
-    cls, py = typed
+    cls, py, category = typed
+    if not jax.numpy.issubdtype(dtype, category):
+      raise DecodeError(f"a {cls.__name__} cannot have dtype {dtype}", path)
+    if category is np.integer and not np.iinfo(dtype).min <= value <= np.iinfo(dtype).max:
+      raise DecodeError(f"{value} does not fit in {dtype}", path)
     return cls(py(value), dtype)
   if msg.dtype == pb.DTYPE_KEY:
     if kind != _K.ARRAY_KIND_JAX:
@@ -150,6 +154,7 @@ def decode_array(msg: pb.Array, path: str):
   raise DecodeError(f"unknown array kind {kind}", path)
 
 
-_TYPED_SCALARS = {_K.ARRAY_KIND_TYPED_INT: (compat.TypedInt, int),
-                  _K.ARRAY_KIND_TYPED_FLOAT: (compat.TypedFloat, float),
-                  _K.ARRAY_KIND_TYPED_COMPLEX: (compat.TypedComplex, complex)}
+# kind: (class, Python type, the dtypes it may have)
+_TYPED_SCALARS = {_K.ARRAY_KIND_TYPED_INT: (compat.TypedInt, int, np.integer),
+                  _K.ARRAY_KIND_TYPED_FLOAT: (compat.TypedFloat, float, np.floating),
+                  _K.ARRAY_KIND_TYPED_COMPLEX: (compat.TypedComplex, complex, np.complexfloating)}

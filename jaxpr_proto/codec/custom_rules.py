@@ -223,6 +223,7 @@ class JvpRule:
   def __init__(self, dec, msg: pb.CustomJvpRule, path):
     self._dec, self._msg, self._path = dec, msg, path
     self._cache = {}
+    self.checked = {}  # the checker's findings on this rule, once per rule however many eqns use it
     self.thunk = compat.wrap_init(self._jvp_jaxpr, debug_info=dec.debug_info(msg.debug_info, msg.name))
 
   def _jvp_jaxpr(self, *in_zeros):

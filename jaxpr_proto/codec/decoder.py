@@ -11,6 +11,7 @@ import contextlib
 from typing import Callable
 
 import jax
+import numpy as np
 
 from jaxpr_proto import compat
 from jaxpr_proto._version import __version__
@@ -217,7 +218,14 @@ class Decoder:
 
   # --- values -------------------------------------------------------------
   def literal(self, msg: pb.Value, aval, path):
-    return self.value(msg, path)
+    """A literal's value is of its aval's dtype and shape (lowering makes the
+    constant from the value, the types from the aval)."""
+    v = self.value(msg, path)
+    dtype = getattr(v, "dtype", np.dtype(bool) if type(v) is bool else None)
+    if dtype is None or dtype != getattr(aval, "dtype", None) or np.shape(v) != tuple(getattr(aval, "shape", ())):
+      raise DecodeError(f"the literal's value, a {type(v).__name__} of dtype {dtype} and shape "
+                        f"{np.shape(v)}, is not of its type {aval.str_short()}", path)
+    return v
 
   def const(self, msg: pb.Value, aval, path):
     return self.value(msg, path)

@@ -105,6 +105,7 @@ _CUSTOM_ROOT_PARAMS = frozenset({"f", "solve", "tangent_solve", "solve_jaxpr", "
 
 def _custom_root(in_avals, out_aval, params):
   """custom_root's HiPrim, from its parts (its constructor wants a jax.stages.Traced)."""
+  _in_parts(in_avals, 4, "solve consts, guess, f consts and tangent_solve consts")
   if set(params) != _CUSTOM_ROOT_PARAMS:
     raise TypeError(f"custom_root takes the params {sorted(_CUSTOM_ROOT_PARAMS)}, not {sorted(params)}")
   if type(params["has_aux"]) is not bool or not isinstance(params["solve_jaxpr"], core.Jaxpr):
@@ -116,11 +117,19 @@ def _custom_root(in_avals, out_aval, params):
   return prim
 
 
+def _in_parts(in_avals, n, what):
+  if type(in_avals) is not tuple or len(in_avals) != n:
+    raise TypeError(f"its in_avals must be {n} parts ({what})")
+
+
+def _root_linear_map(in_avals, out_aval, params):
+  _in_parts(in_avals, 3, "consts, x and the linear input")
+  return _solves._RootLinearMap(params["f"], in_avals, out_aval, frozenset(), params["transposed"])
+
+
 HIPRIMS = {
     "jax::lax.control_flow.solves.CustomRoot": (_solves.CustomRoot, _custom_root),
-    "jax::lax.control_flow.solves._RootLinearMap": (
-        _solves._RootLinearMap,
-        lambda i, o, p: _solves._RootLinearMap(p["f"], i, o, frozenset(), p["transposed"])),
+    "jax::lax.control_flow.solves._RootLinearMap": (_solves._RootLinearMap, _root_linear_map),
 }
 
 
