@@ -363,3 +363,36 @@ def test_reduce_variadic_custom_computation():
   v, i = f2(x)
   _eq(i, jnp.array([1, 0], jnp.int32))
   _eq(jax.vmap(f2)(jnp.stack([x, -x])), jax.vmap(f1)(jnp.stack([x, -x])))
+
+
+@pytest.mark.parametrize("tangent_out, error", [
+    (lambda x, t: t * t, "AssertionError"),         # bilinear in the tangent: JAX's transpose asserts
+    (lambda x, t: jnp.sin(t), "NotImplementedError"),  # sin has no transpose rule
+    (lambda x, t: jnp.cos(x) * t, None),            # linear: loads, and grad uses it
+])
+def test_jvp_rule_must_be_linear_in_its_tangents(tangent_out, error):
+  """grad transposes a custom_jvp rule's tangent part. JAX traces and jits a
+  rule that is not linear in its tangents, and fails inside its own
+  transpose only at grad; such a file is refused on load, by the check that
+  `jp.check` runs too."""
+  @jax.custom_jvp
+  def f(x):
+    return jnp.sin(x)
+
+  @f.defjvp
+  def _(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return jnp.sin(x), tangent_out(x, t)
+
+  cj = jax.make_jaxpr(f)(1.0)
+  data = jp.dumps(cj)
+  if error is None:
+    _eq(jax.grad(_fun(jp.loads(data)))(0.5), jax.grad(f)(0.5))
+    assert jp.check(data).ok
+    return
+  with pytest.raises(jp.DecodeError, match=f"eqn\\[0\\].params.jvp_jaxpr_fun: the jvp rule is not "
+                                           f"linear in its tangents, as grad needs \\({error}"):
+    jp.loads(data)
+  assert [p for p, _ in jp.check(data).errors] == ["eqn[0].params.jvp_jaxpr_fun"]
+  with pytest.raises(Exception):  # as JAX itself fails at grad of the original
+    jax.grad(f)(0.5)

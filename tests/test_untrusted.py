@@ -649,3 +649,19 @@ def test_sharding_spec_naming_axes_the_mesh_lacks():
   p = next(p for p in m.params if p.value.WhichOneof("kind") == "named_sharding")
   del p.value.named_sharding.mesh.axes[:]
   _fails(m, match="the spec names axes ['x'] that the mesh lacks")
+
+
+def test_scan_unrolled_past_the_chain_bound():
+  """A fully unrolled scan copies its body `length` times into one chain,
+  which check.bounds keeps within what XLA compiles safely."""
+  def body(c, _):
+    return jnp.tanh(jnp.sin(c) * 2.0 + 1.0), None
+
+  def f(x, unroll):
+    return jax.lax.scan(body, x, None, length=10_000, unroll=unroll)[0]
+
+  assert jp.check(jp.dumps(jax.make_jaxpr(lambda x: f(x, 8))(1.0))).ok
+  data = jp.dumps(jax.make_jaxpr(lambda x: f(x, True))(1.0))
+  with pytest.raises(jp.DecodeError, match=r"eqn\[0\].params.unroll: unroll=10000 copies of a body "
+                                           r"with a chain of 4 dependent eqns"):
+    jp.loads(data)
