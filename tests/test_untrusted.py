@@ -665,3 +665,16 @@ def test_scan_unrolled_past_the_chain_bound():
   with pytest.raises(jp.DecodeError, match=r"eqn\[0\].params.unroll: unroll=10000 copies of a body "
                                            r"with a chain of 4 dependent eqns"):
     jp.loads(data)
+
+
+def test_jax_primitive_without_a_param_schema():
+  """Each JAX primitive a file names has its params checked against its
+  schema; one of JAX's primitives that no tested program uses has none, so
+  a file naming it is refused rather than handed to JAX unchecked."""
+  from jaxpr_proto.check import param_schema
+  from jaxpr_proto.codec.names import REGISTRY
+  unchecked = sorted(n for (ns, n) in REGISTRY.all() if ns == "jax" and param_schema.schema(n) is None)
+  assert unchecked, "every JAX primitive has a schema: drop this test"
+  m = jp.encode(jax.make_jaxpr(lambda x: -x)(1.0))
+  m.primitives[_root(m).eqns[0].primitive].name = unchecked[0]
+  _fails(m, match=f"primitive {unchecked[0]} has no param schema in jaxpr_proto", path="eqn[0]")

@@ -110,6 +110,10 @@ def _probes():
       x, np.inf, lax.min, (2,), (2,), "VALID").sum()))(np.ones(4, np.float32)))
   # conj's input_dtype as JAX's own tests bind it: a NumPy scalar type.
   out.append(lambda: jax.make_jaxpr(lambda x: lax.conj_p.bind(x, input_dtype=np.float32))(1.0))
+  # jax.debug.print, unordered and ordered.
+  for ordered in (False, True):
+    out.append(lambda ordered=ordered: jax.make_jaxpr(
+        lambda x: (jax.debug.print("x={x} {y}", x=x, y=x + 1, ordered=ordered), x)[1])(1.0))
   cp = jax.checkpoint_policies
   policies = [cp.dots_saveable, cp.nothing_saveable, cp.everything_saveable,
               cp.checkpoint_dots, cp.dots_with_no_batch_dims_saveable,

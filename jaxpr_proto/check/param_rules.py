@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxpr_proto import compat
 from jaxpr_proto.check import bounds, param_schema
-from jaxpr_proto.codec import custom_rules
+from jaxpr_proto.codec import custom_rules, names
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -61,13 +61,22 @@ def _high_eqns(jaxpr, prefix):
   tracing marks it: jit lowers such eqns to low-level ones only then (no
   MLIR rule lowers call_hi_primitive itself)."""
   for k, eqn in enumerate(jaxpr.eqns):
-    if eqn.primitive.is_high(*(x.aval for x in eqn.invars), **eqn.params):
+    try:
+      high = eqn.primitive.is_high(*(x.aval for x in eqn.invars), **eqn.params)
+    except Exception:  # operands its rule cannot take: the types stage says so
+      continue
+    if high:
       yield f"{prefix}eqn[{k}]", f"{eqn.primitive.name} is a high-level eqn in a jaxpr not marked is_high"
       return
 
 
 def eqn_errors(eqn):
   name = eqn.primitive.name
+  if param_schema.schema(name) is None and _jax_own(eqn.primitive):
+    yield None, (f"JAX {compat.fmt(compat.JAX_VERSION[:2])}'s primitive {name} has no param "
+                 "schema in jaxpr_proto (no program it is tested with uses it), so its params "
+                 "cannot be checked")
+    return
   found = False
   for param, message in param_schema.errors(name, eqn.params):
     found = True
@@ -95,6 +104,13 @@ def eqn_errors(eqn):
       return
     except (TypeError, AttributeError, ValueError) as e:  # params of a shape no rule foresaw
       yield None, f"{name}: params do not fit together ({type(e).__name__}: {e})"
+
+
+def _jax_own(prim) -> bool:
+  """Whether `prim` is one of JAX's primitives (a user's, registered under
+  its own namespace, is the reading process's to trust)."""
+  key = names.PRIMITIVES.name(prim)
+  return key is not None and key[0] == "jax"
 
 
 # Params that name axes or dimensions, each at most once (XLA refuses repeats;
@@ -624,6 +640,36 @@ def _chain(jaxpr) -> int:
   return longest
 
 
+def _sort(eqn, *, dimension, num_keys, **_):
+  """Keys among the operands, and a dimension of theirs (JAX's rules index
+  with both)."""
+  if not 1 <= num_keys <= len(eqn.invars):
+    yield "num_keys", f"num_keys={num_keys} is not within the {len(eqn.invars)} operands"
+  rank = len(eqn.invars[0].aval.shape) if eqn.invars else 0
+  if not -rank <= dimension < rank:
+    yield "dimension", f"dimension {dimension} is not an axis of a rank-{rank} operand"
+
+
+def _stack(eqn, *, axis, **_):
+  rank = len(eqn.invars[0].aval.shape) if eqn.invars else 0
+  if not -(rank + 1) <= axis <= rank:
+    yield "axis", f"stack axis {axis} is not an axis of the rank-{rank + 1} result"
+
+
+def _platform_index(eqn, *, platforms, **_):
+  """Each branch's platforms, a non-empty tuple, or None for the default
+  (lowering finds no rule in an empty table)."""
+  if not platforms or any(p is not None and not p for p in platforms):
+    yield "platforms", f"platforms {platforms} names no platform for a branch"
+  elif sum(p is None for p in platforms) > 1:
+    yield "platforms", f"platforms {platforms} has more than one default"
+
+
+def _schur(eqn, *, sort_eig_vals, **_):
+  if sort_eig_vals:  # JAX lowers schur on the CPU only, where LAPACK's gees sort is not wired
+    yield "sort_eig_vals", "schur with sort_eig_vals=True is not implemented by JAX"
+
+
 def _reshape(eqn, *, new_sizes, **_):
   """JAX's shape rule leaves the element count unchecked (a TODO); XLA refuses it."""
   shape = eqn.invars[0].aval.shape
@@ -650,7 +696,12 @@ def _composite(eqn, *, attributes, name, **params):
 
 
 def _cond(eqn, *, branches, branches_platforms=None, **_):
-  """Platform-dependent branches name one platform list per branch."""
+  """The branch index is a scalar (JAX's rule checks its dtype, not its
+  shape; XLA's case refuses any other); platform-dependent branches name
+  one platform list per branch."""
+  index = eqn.invars[0].aval
+  if getattr(index, "shape", None) != ():
+    yield None, f"cond's branch index is {index.str_short()}, not a scalar"
   if branches_platforms is not None and len(branches_platforms) != len(branches):
     yield "branches_platforms", (f"branches_platforms has {len(branches_platforms)} entries "
                                  f"for {len(branches)} branches")
@@ -698,6 +749,10 @@ RULES = {
     "shard_map": _shard_map,
     **{name: _key_operand for name in _KEY_OPERAND},
     "reshape": _reshape,
+    "sort": _sort,
+    "stack": _stack,
+    "platform_index": _platform_index,
+    "schur": _schur,
     "threefry2x32": _threefry2x32,
     "scan": _scan,
     "conv_general_dilated": _conv,
