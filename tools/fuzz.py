@@ -674,6 +674,8 @@ def run_atheris(argv, corpus: bool = True) -> None:
   atheris.instrument_all()  # jaxpr_proto is imported already
   if not any(a.startswith("-max_len=") for a in argv):  # libFuzzer's default, 4096, cuts every seed
     argv = [*argv, f"-max_len={max(len(d) for _, d in seed_list) * 2}"]
+  if not any(a.startswith("-artifact_prefix=") for a in argv):  # not crash-* files in the checkout
+    argv = [*argv, f"-artifact_prefix={corpus_dir.parent}/jaxpr_proto_atheris_"]
   atheris.Setup([sys.argv[0], *argv, str(corpus_dir)], test_one_input, custom_mutator=custom_mutator)
   atheris.Fuzz()
 
