@@ -396,3 +396,26 @@ def test_jvp_rule_must_be_linear_in_its_tangents(tangent_out, error):
   assert [p for p, _ in jp.check(data).errors] == ["eqn[0].params.jvp_jaxpr_fun"]
   with pytest.raises(Exception):  # as JAX itself fails at grad of the original
     jax.grad(f)(0.5)
+
+
+def test_jvp_rule_primal_outputs_must_not_depend_on_tangents():
+  """grad linearizes a custom_jvp rule with its tangents unknown and needs its
+  primal outputs known; a rule whose primal output reads a tangent (a fuzzed
+  file's jvp rule did) fails in JAX at grad ("Linearization failed to produce
+  known values"), eager or under jit, so it is refused on load."""
+  @jax.custom_jvp
+  def f(x):
+    return jnp.sin(x)
+
+  @f.defjvp
+  def _(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return jnp.sin(x) + t, jnp.cos(x) * t
+
+  data = jp.dumps(jax.make_jaxpr(f)(1.0))
+  with pytest.raises(jp.DecodeError, match=r"eqn\[0\].params.jvp_jaxpr_fun: the jvp rule's "
+                                           r"primal output 0 depends on its tangent inputs"):
+    jp.loads(data)
+  assert [p for p, _ in jp.check(data).errors] == ["eqn[0].params.jvp_jaxpr_fun"]
+  with pytest.raises(ValueError, match="Linearization failed"):  # as JAX itself fails
+    jax.grad(f)(0.5)

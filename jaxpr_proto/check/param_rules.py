@@ -405,9 +405,34 @@ def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
     yield from found
     return
   if "linear" not in rule.checked:
-    rule.checked["linear"] = _not_linear(jvp, len(ins), len(outs))
+    rule.checked["linear"] = (_primals_of_tangents(jvp, len(ins), len(outs))
+                              or _not_linear(jvp, len(ins), len(outs)))
   if rule.checked["linear"]:
     yield "jvp_jaxpr_fun", rule.checked["linear"]
+
+
+def _primals_of_tangents(jvp, n_primals, n_outs):
+  """Why the jvp rule's primal outputs depend on its tangent inputs, or None.
+  Linearizing (grad, vjp, linearize) partially evaluates the rule with its
+  tangents unknown and needs its primal outputs known (ad.linearize_from_jvp):
+  JAX raises "Linearization failed to produce known values for all output
+  primals" at grad time otherwise, eager or under jit."""
+  import jax
+  tangents = _in_avals(jvp)[n_primals:]
+  unknowns = [False] * n_primals + [a.dtype != jax.dtypes.float0 for a in tangents]
+  try:
+    with compat.no_current_trace():
+      _, _, out_unknowns, _ = compat.partial_eval_jaxpr_nounits(jvp, unknowns, False)
+  except Exception as e:
+    text = str(e).strip().splitlines()
+    return (f"the jvp rule could not be linearized, as grad needs "
+            f"({type(e).__name__}{': ' + text[0] if text else ''})")
+  bad = [k for k, u in enumerate(out_unknowns[:n_outs]) if u]
+  if bad:
+    return (f"the jvp rule's primal output{'s' if len(bad) > 1 else ''} "
+            f"{', '.join(map(str, bad))} depend{'' if len(bad) > 1 else 's'} on its "
+            "tangent inputs, so grad cannot linearize it")
+  return None
 
 
 def _not_linear(jvp, n_primals, n_outs):

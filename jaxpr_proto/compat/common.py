@@ -65,6 +65,7 @@ closed_call_p = core.closed_call_p
 jaxpr_as_fun = jex_core.jaxpr_as_fun
 trace_to_jaxpr_dynamic = pe.trace_to_jaxpr_dynamic
 convert_constvars_jaxpr = pe.convert_constvars_jaxpr
+partial_eval_jaxpr_nounits = pe.partial_eval_jaxpr_nounits
 
 
 def eqn(invars, outvars, primitive, params, effects, source_info, ctx):
