@@ -127,6 +127,12 @@ def schema(prim_name: str, version=None) -> dict | None:
 _SCHEMAS = param_tables.param_schemas(compat.JAX_VERSION)  # read on import, not in a load
 
 
+def has_schemas() -> bool:
+  """Whether this JAX minor has recorded schemas (JAX 0.9, kept for reading
+  and writing files across releases, has none)."""
+  return bool(_SCHEMAS)
+
+
 def errors(prim_name: str, params: dict):
   """(param name or None, message) for each way `params` differs from the
   primitive's schema: a param missing, one it does not take, a value of
