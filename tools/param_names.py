@@ -6,7 +6,8 @@
 One generated module per JAX minor: jaxpr_proto/compat/v0_<minor>/params.py.
 
 JAX does not declare which params a primitive takes. This traces every
-program of the test corpus (and its grad and vmap) and records, per
+program of the test corpus (and its grad and vmap), the real-library
+programs of tests/test_real_libraries.py and the golden files, and records, per
 primitive, the union of the param names its eqns have (PARAM_NAMES) and of
 the types of their values (PARAM_SCHEMAS, the schemas every loader enforces:
 see jaxpr_proto/check/param_schema.py). The decoder uses the
@@ -72,6 +73,11 @@ def collect() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dic
       pass
   for j in _golden_jaxprs():
     walk(j)
+  for make in _real_library_programs():
+    try:
+      walk(make().jaxpr)
+    except Exception:
+      pass
   for p in corpus.PROGRAMS:
     makers = [lambda: corpus.trace(p)]
     if p.grad_argnums is not None:
@@ -125,6 +131,32 @@ def _probes():
     return jnp.sin(jax.ad_checkpoint.checkpoint_name(jnp.cos(x), "a"))
   for pol in policies:
     out.append(lambda pol=pol: jax.make_jaxpr(jax.checkpoint(ckpt, policy=pol))(1.0))
+  return out
+
+
+def _real_library_programs():
+  """The flax, optax, equinox, numpyro and jax.scipy programs of
+  tests/test_real_libraries.py, and their gradients: what real programs bind
+  that the corpus may not (optax's L-BFGS binds `empty` under JAX 0.12)."""
+  import jax
+  try:
+    import test_real_libraries as real
+  except Exception:  # the libraries are test dependencies
+    return []
+  out = []
+  for name in sorted(real.PROGRAMS):
+    def make(name=name):
+      fn, args, _ = real.PROGRAMS[name]()
+      return jax.make_jaxpr(fn)(*args)
+
+    def make_grad(name=name):
+      fn, args, argnums = real.PROGRAMS[name]()
+      if argnums is None:
+        raise ValueError("a training step: its gradient is inside")
+      scalar = lambda *a: sum(jax.numpy.sum(jax.numpy.real(o)) for o in jax.tree.leaves(fn(*a))
+                              if jax.numpy.issubdtype(o.dtype, jax.numpy.inexact))
+      return jax.make_jaxpr(jax.grad(scalar, argnums=argnums))(*args)
+    out += [make, make_grad]
   return out
 
 
