@@ -695,6 +695,15 @@ def _schur(eqn, *, sort_eig_vals, **_):
     yield "sort_eig_vals", "schur with sort_eig_vals=True is not implemented by JAX"
 
 
+def _random_gamma(eqn, **_):
+  """Its alpha is floating (JAX's abstract eval passes any dtype through;
+  lowering then computes the gamma sampler in alpha's dtype)."""
+  import jax
+  alpha = eqn.invars[1].aval
+  if not jax.numpy.issubdtype(alpha.dtype, jax.numpy.floating):
+    yield None, f"random_gamma's alpha is {alpha.str_short()}, not floating"
+
+
 def _reshape(eqn, *, new_sizes, **_):
   """JAX's shape rule leaves the element count unchecked (a TODO); XLA refuses it."""
   shape = eqn.invars[0].aval.shape
@@ -775,6 +784,7 @@ RULES = {
     **{name: _key_operand for name in _KEY_OPERAND},
     "reshape": _reshape,
     "sort": _sort,
+    "random_gamma": _random_gamma,
     "stack": _stack,
     "platform_index": _platform_index,
     "schur": _schur,
