@@ -704,6 +704,31 @@ def _random_gamma(eqn, **_):
     yield None, f"random_gamma's alpha is {alpha.str_short()}, not floating"
 
 
+def _ref_indexers(eqn, *, tree, **_):
+  """get/swap/addupdate's indexers: each slice's start and size an int or an
+  operand, its stride a positive int (lowering computes with them; JAX's
+  rules take the tree as traced)."""
+  operand = object()
+  try:
+    transforms = tree.unflatten([operand] * tree.num_leaves)
+  except Exception as e:  # NDIndexer's own checks
+    yield "tree", f"the ref's indexers do not rebuild ({type(e).__name__}: {e})"
+    return
+  slice_type = compat.internal_pytree_types()["jax::Slice"]
+  for t in (transforms if type(transforms) is tuple else (transforms,)):
+    for idx in getattr(t, "indices", ()):
+      if type(idx) is not slice_type:
+        continue
+      for field in ("start", "size"):
+        v = getattr(idx, field)
+        if v is not operand and not (isinstance(v, (int, np.integer)) and type(v) is not bool):
+          yield "tree", f"a slice's {field} is {v!r}, neither an int nor an operand"
+          return
+      if not isinstance(idx.stride, (int, np.integer)) or idx.stride < 1:
+        yield "tree", f"a slice's stride is {idx.stride!r}, not a positive int"
+        return
+
+
 def _reshape(eqn, *, new_sizes, **_):
   """JAX's shape rule leaves the element count unchecked (a TODO); XLA refuses it."""
   shape = eqn.invars[0].aval.shape
@@ -784,6 +809,7 @@ RULES = {
     **{name: _key_operand for name in _KEY_OPERAND},
     "reshape": _reshape,
     "sort": _sort,
+    **{name: _ref_indexers for name in ("get", "swap", "addupdate")},
     "random_gamma": _random_gamma,
     "stack": _stack,
     "platform_index": _platform_index,
