@@ -376,7 +376,22 @@ def _convert_element_type(eqn, *, new_dtype, **_):
     yield None, f"convert_element_type of {a.str_short()} to {new_dtype}: PRNG keys do not convert"
 
 
+def _one_shape(eqn):
+  """A variadic reduction's operands (the first half; the rest are their
+  init values) have one shape (JAX's shape rules read the first; XLA
+  refuses others)."""
+  shapes = {tuple(x.aval.shape) for x in eqn.invars[:len(eqn.invars) // 2]}
+  if len(shapes) > 1:
+    yield None, f"{eqn.primitive.name}'s operands have different shapes {sorted(shapes, key=str)}"
+
+
+def _reduce(eqn, **params):
+  yield from _one_shape(eqn)
+  yield from _reducer("jaxpr", lambda e, p: len(e.invars) // 2)(eqn, **params)
+
+
 def _reduce_window(eqn, **params):
+  yield from _one_shape(eqn)
   yield from _reducer("jaxpr", lambda e, p: len(e.invars) // 2)(eqn, **params)
   yield from _windowed(eqn, **params)
 
@@ -823,7 +838,7 @@ RULES = {
     "device_put": _device_put,
     "cond": _cond,
     "approx_top_k": _approx_top_k,
-    "reduce": _reducer("jaxpr", lambda eqn, p: len(eqn.invars) // 2),
+    "reduce": _reduce,
     "reduce_window": _reduce_window,
     "select_and_scatter": _windowed,
     "select_and_scatter_add": _windowed,
