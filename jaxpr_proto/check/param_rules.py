@@ -368,6 +368,17 @@ def _reduce_precision(eqn, *, exponent_bits, mantissa_bits, **_):
     yield "mantissa_bits", f"mantissa_bits={mantissa_bits} is not a non-negative int32"
 
 
+# integer_pow's exponent bound: JAX lowers x**y to O(log y) multiplies, but
+# XLA's CPU compile of them takes time linear in y (2**24: seconds, 2**40:
+# hours). Past 2**16 every float overflows or underflows unless |x| is 1.
+_MAX_INTEGER_POW = 1 << 16
+
+
+def _integer_pow(eqn, *, y, **_):
+  if type(y) is int and abs(y) > _MAX_INTEGER_POW:
+    yield "y", f"integer_pow's y={y} is beyond +-{_MAX_INTEGER_POW} (XLA compiles it in time linear in y)"
+
+
 def _convert_element_type(eqn, *, new_dtype, **_):
   """PRNG keys convert to nothing and nothing converts to them (JAX's rule
   lets an operand key through, and lowering then fails)."""
@@ -497,15 +508,26 @@ def _rule_signature(thunk, kind):
   return rule.signature() if isinstance(rule, kind) else None
 
 
-def _custom_vjp_call(eqn, *, call_jaxpr, fwd_jaxpr_thunk, num_consts, **_):
+def _custom_vjp_call(eqn, *, call_jaxpr, fwd_jaxpr_thunk, num_consts, bwd=None, out_trees=None, **_):
   """The saved fwd and bwd rules against the call: fwd takes the primals
   after the num_consts consts and gives the residuals it does not forward
   from its inputs (input_fwds), then the outputs; bwd takes the residuals
-  and the outputs' cotangents and gives the primals' cotangents."""
+  and the outputs' cotangents and gives the primals' cotangents. The
+  fwd_jaxpr_thunk, bwd and out_trees params are each a reference to a saved
+  rule: all three must name the same one (JAX's transpose zips bwd's inputs
+  with the residuals out_trees describes, core.eval_jaxpr then fails)."""
   found = _custom_call_inputs(eqn, call_jaxpr)
   if found:
     yield from found
     return
+  rule = _rule_of(fwd_jaxpr_thunk)
+  if isinstance(rule, custom_rules.VjpRule):
+    if _rule_of(bwd) is not rule:
+      yield "bwd", "bwd refers to another saved custom_vjp rule than fwd_jaxpr_thunk"
+      return
+    if out_trees is not rule.out_trees:
+      yield "out_trees", "out_trees refers to another saved custom_vjp rule than fwd_jaxpr_thunk"
+      return
   sig = _rule_signature(fwd_jaxpr_thunk, custom_rules.VjpRule)
   if sig is None:
     return
@@ -833,6 +855,7 @@ RULES = {
     "scan": _scan,
     "conv_general_dilated": _conv,
     "reduce_precision": _reduce_precision,
+    "integer_pow": _integer_pow,
     "convert_element_type": _convert_element_type,
     "composite": _composite,
     "device_put": _device_put,
