@@ -76,6 +76,7 @@ def test_judge_finds_what_fails_in_jax():
     jp.loads(jp.dumps(bad))
 
 
+@pytest.mark.timeout(900)  # atheris instruments every loaded module (JAX's too) first: minutes
 def test_coverage_guided_run_with_atheris():
   """`tools/fuzz.py --atheris` runs the same judge under atheris's engine
   (which stops at the first bad case, exit status 1)."""
