@@ -503,11 +503,6 @@ def _rule_of(thunk):
   return getattr(getattr(thunk, "f", None), "__self__", None)  # a WrappedFun of the decoded rule
 
 
-def _rule_signature(thunk, kind):
-  rule = _rule_of(thunk)
-  return rule.signature() if isinstance(rule, kind) else None
-
-
 def _custom_vjp_call(eqn, *, call_jaxpr, fwd_jaxpr_thunk, num_consts, bwd=None, out_trees=None, **_):
   """The saved fwd and bwd rules against the call: fwd takes the primals
   after the num_consts consts and gives the residuals it does not forward
@@ -528,7 +523,7 @@ def _custom_vjp_call(eqn, *, call_jaxpr, fwd_jaxpr_thunk, num_consts, bwd=None, 
     if out_trees is not rule.out_trees:
       yield "out_trees", "out_trees refers to another saved custom_vjp rule than fwd_jaxpr_thunk"
       return
-  sig = _rule_signature(fwd_jaxpr_thunk, custom_rules.VjpRule)
+  sig = rule.signature() if isinstance(rule, custom_rules.VjpRule) else None
   if sig is None:
     return
   fwd, bwd, out_tree, res_tree, input_fwds = sig
