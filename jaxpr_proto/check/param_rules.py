@@ -9,8 +9,10 @@ The hand-written constraints are all here, one function per primitive in
 """
 from __future__ import annotations
 
+import functools
 import re
 
+import jax
 import numpy as np
 
 from jaxpr_proto import compat
@@ -443,7 +445,6 @@ def _primals_of_tangents(jvp, n_primals, n_outs):
   tangents unknown and needs its primal outputs known (ad.linearize_from_jvp):
   JAX raises "Linearization failed to produce known values for all output
   primals" at grad time otherwise, eager or under jit."""
-  import jax
   tangents = _in_avals(jvp)[n_primals:]
   unknowns = [False] * n_primals + [a.dtype != jax.dtypes.float0 for a in tangents]
   try:
@@ -467,8 +468,6 @@ def _not_linear(jvp, n_primals, n_outs):
   `linear_transpose` does: traced here (nothing runs), so that a rule such as
   `t * t` or `sin(t)` is refused on load rather than failing inside JAX
   (an AssertionError in its bilinear transpose) at grad time."""
-  import functools
-  import jax
   ins, outs = _in_avals(jvp), _out_avals(jvp)
   tangents_in, tangents_out = ins[n_primals:], outs[n_outs:]
   if not tangents_out or not all(jax.numpy.issubdtype(a.dtype, jax.numpy.inexact)
@@ -730,7 +729,6 @@ def _schur(eqn, *, sort_eig_vals, **_):
 def _random_gamma(eqn, **_):
   """Its alpha is floating (JAX's abstract eval passes any dtype through;
   lowering then computes the gamma sampler in alpha's dtype)."""
-  import jax
   alpha = eqn.invars[1].aval
   if not jax.numpy.issubdtype(alpha.dtype, jax.numpy.floating):
     yield None, f"random_gamma's alpha is {alpha.str_short()}, not floating"
