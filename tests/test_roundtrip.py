@@ -61,10 +61,6 @@ UNSUPPORTED: dict[str, str] = {
     "debug_check_prog": "checkify's err_tree holds checkify.Error pytree nodes "
                         "with Python callables",
 }
-if jp.compat.JAX_VERSION[:2] == (0, 11):
-  # JAX 0.11 prints custom_root's function params (0.12 prints its jaxpr)
-  STR_EXCEPTIONS["custom_root_sqrt"] = ("JAX 0.11 prints custom_root's functions, which "
-                                        "are rebuilt from their jaxprs")
 
 PROGRAMS = [p for p in corpus.PROGRAMS if p.name not in UNSUPPORTED]
 

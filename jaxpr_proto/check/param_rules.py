@@ -706,10 +706,18 @@ def _sort(eqn, *, dimension, num_keys, **_):
     yield "dimension", f"dimension {dimension} is not an axis of a rank-{rank} operand"
 
 
+# lax.stack and lax.unstack bind a canonical axis (0 <= axis); the shape rules
+# accept a negative one, which lowering and transposition then misplace.
 def _stack(eqn, *, axis, **_):
   rank = len(eqn.invars[0].aval.shape) if eqn.invars else 0
-  if not -(rank + 1) <= axis <= rank:
-    yield "axis", f"stack axis {axis} is not an axis of the rank-{rank + 1} result"
+  if not 0 <= axis <= rank:
+    yield "axis", f"stack axis {axis} is not an axis (0 to {rank}) of the rank-{rank + 1} result"
+
+
+def _unstack(eqn, *, axis, **_):
+  rank = len(eqn.invars[0].aval.shape) if eqn.invars else 0
+  if not 0 <= axis < rank:
+    yield "axis", f"unstack axis {axis} is not an axis (0 to {rank - 1}) of the rank-{rank} operand"
 
 
 def _platform_index(eqn, *, platforms, **_):
@@ -842,6 +850,7 @@ RULES = {
     **{name: _ref_indexers for name in ("get", "swap", "addupdate")},
     "random_gamma": _random_gamma,
     "stack": _stack,
+    "unstack": _unstack,
     "platform_index": _platform_index,
     "schur": _schur,
     "threefry2x32": _threefry2x32,

@@ -136,7 +136,7 @@ def _hiprim_fields(v, path):
       if v.effects:
         raise EncodeError(f"HiJAX primitive {name} with effects {v.effects} is not supported", path)
       params = dict(v.params)
-      for p, in_avals in compat.hiprim_functions(v).items():
+      for p, (in_avals, _, _) in compat.hiprim_functions(v).items():
         params[p] = TracedFunction(params[p], in_avals)
       return [("type", name), ("in_avals", tuple(v.in_avals)), ("out_aval", v.out_aval),
               ("params", params)]
@@ -156,9 +156,11 @@ class TracedFunction:
     self.fn, self.in_avals = fn, in_avals
 
   def fields(self, path):
+    name = getattr(self.fn, "__qualname__", None)
+    name = [("name", name)] if isinstance(name, str) else []  # JAX prints it
     source = getattr(self.fn, "_jaxpr_proto_source", None)
     if source is not None:  # a function this package decoded: written as it was read
-      return list(zip(("jaxpr", "in_tree", "out_tree"), source))
+      return list(zip(("jaxpr", "in_tree", "out_tree"), source)) + name
 
     def sds(a):
       return jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
@@ -169,12 +171,16 @@ class TracedFunction:
       raise EncodeError(f"cannot trace the function {getattr(self.fn, '__name__', self.fn)!r}: "
                         f"{type(e).__name__}: {e}", path) from None
     return [("jaxpr", cj), ("in_tree", jax.tree.structure(args)),
-            ("out_tree", jax.tree.structure(out_shape))]
+            ("out_tree", jax.tree.structure(out_shape))] + name
 
 
 def _build_function(codec: str, fields: dict, path: str):
-  if set(fields) != {"jaxpr", "in_tree", "out_tree"}:
-    raise DecodeError(f"jax::function needs fields jaxpr, in_tree, out_tree; got {sorted(fields)}", path)
+  if not {"jaxpr", "in_tree", "out_tree"} <= set(fields) <= {"jaxpr", "in_tree", "out_tree", "name"}:
+    raise DecodeError("jax::function needs fields jaxpr, in_tree, out_tree (and a name); "
+                      f"got {sorted(fields)}", path)
+  name = fields.get("name", "jaxpr_proto_function")  # files before v1.? had no name
+  if not isinstance(name, str) or len(name) > 200:
+    raise DecodeError("jax::function's name must be a string of at most 200 characters", path)
   cj, in_tree, out_tree = fields["jaxpr"], fields["in_tree"], fields["out_tree"]
   if (not isinstance(cj, compat.ClosedJaxpr) or not isinstance(in_tree, jax.tree_util.PyTreeDef)
       or not isinstance(out_tree, jax.tree_util.PyTreeDef)
@@ -187,7 +193,7 @@ def _build_function(codec: str, fields: dict, path: str):
     if len(leaves) != in_tree.num_leaves:
       raise TypeError(f"expected {in_tree.num_leaves} inputs, got {len(leaves)}")
     return jax.tree.unflatten(out_tree, run(*leaves))
-  function.__name__ = function.__qualname__ = "jaxpr_proto_function"
+  function.__qualname__, function.__name__ = name, name.rsplit(".", 1)[-1]
   function._jaxpr_proto_source = (cj, in_tree, out_tree)
   return function
 
@@ -209,25 +215,33 @@ def _build_hiprim(codec: str, fields: dict, path: str):
   if prim.out_aval != fields["out_aval"]:  # what the eqn's outputs are typed by
     raise DecodeError(f"{name}: out_aval {fields['out_aval']} does not follow from its inputs "
                       f"and params ({prim.out_aval})", path)
-  for p, args in compat.hiprim_functions(prim).items():
-    why = _function_misfit(prim.params.get(p), args)
+  for p, (args, outs, as_tangents) in compat.hiprim_functions(prim).items():
+    why = _function_misfit(prim.params.get(p), args, outs, as_tangents)
     if why:
       raise DecodeError(f"{name}'s {p} {why}", f"{path}.params.{p}")
   return prim
 
 
-def _function_misfit(fn, args):
-  """Why the decoded function `fn` cannot be called with pytrees of avals `args`, or None."""
+def _function_misfit(fn, args, outs, as_tangents):
+  """Why the decoded function `fn` cannot be called with pytrees of avals
+  `args` and return avals `outs` (its outputs' tangent avals, where
+  as_tangents), or None."""
   source = getattr(fn, "_jaxpr_proto_source", None)
   if source is None:
     return "is not a function"
-  cj, in_tree, _ = source
+  cj, in_tree, out_tree = source
   leaves, tree = jax.tree.flatten(args)
   if tree != in_tree:
     return f"takes arguments {in_tree} where it is called with {tree}"
   for k, (a, b) in enumerate(zip(cj.in_avals, leaves)):
     if not compat.typecompat(a, b):
       return f"takes {a.str_short()} as input {k} where it is called with {b.str_short()}"
+  leaves, tree = jax.tree.flatten(outs)
+  if tree != out_tree:
+    return f"returns {out_tree} where {tree} is expected"
+  for k, (a, b) in enumerate(zip(cj.out_avals, leaves)):
+    if not compat.typecompat(a.to_tangent_aval() if as_tangents else a, b):
+      return f"returns {a.str_short()} as output {k} where {b.str_short()} is expected"
   return None
 
 
