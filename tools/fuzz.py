@@ -20,7 +20,10 @@ level, and judges it (`judge`):
   after a crash) or run past the time limit, except a program with a while
   loop that compiled and then runs on (`while_runs_on`: a loop whose
   condition stays true, as `lax.while_loop(lambda c: True, ...)`, runs
-  forever under JAX too, and whether a loop ends cannot be decided).
+  forever under JAX too, and whether a loop ends cannot be decided; so does
+  a scan of more than LONG_SCAN steps); a program that needs more memory
+  than the machine has (`out_of_memory`, or `loaded_not_run` where a value
+  it makes is over MAX_INPUT_BYTES) says nothing of the file.
 
     .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
@@ -66,7 +69,7 @@ from google.protobuf import descriptor as _descriptor  # noqa: E402
 _FD = _descriptor.FieldDescriptor
 
 # The outcomes that are not bad.
-GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on")
+GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on", "out_of_memory")
 # Saved cases whose seed's program can be pulled back end in this: their
 # replay judges vjp too.
 VJP_SUFFIX = "_vjp"
@@ -333,10 +336,18 @@ class _Executing:
 _executing = _Executing()
 
 
+# A scan of more steps than this may run past the time limit as it should.
+LONG_SCAN = 10 ** 6
+
+
 def _has_while(jaxpr, depth=0) -> bool:
+  """Whether the program has a loop that may run on: a while loop, or a scan
+  of more than LONG_SCAN steps (lax.scan of length 2**31 - 1 runs for hours
+  under JAX too)."""
   from jaxpr_proto import compat
   for eqn in jaxpr.eqns:
-    if eqn.primitive.name == "while":
+    if eqn.primitive.name == "while" or (
+        eqn.primitive.name == "scan" and eqn.params.get("length", 0) > LONG_SCAN):
       return True
     if depth < 50 and any(_has_while(getattr(s, "jaxpr", s), depth + 1)
                           for s in compat.jaxprs_in_params(eqn.params)):
@@ -361,7 +372,10 @@ def _run_program(cj, vjp: bool) -> str:
       out, pull = jax.vjp(f, *args)
       return pull([np.zeros(o.shape, o.dtype) if o.dtype == jax.dtypes.float0
                    else jax.numpy.ones(o.shape, o.dtype) for o in out])
-    jax.block_until_ready(jax.jit(pulled_back)(*args))
+    compiled = jax.jit(pulled_back).lower(*args).compile()
+    _executing.value = 1 if _has_while(cj.jaxpr) else 2
+    jax.block_until_ready(compiled(*args))
+    _executing.value = 0
   return "ran"
 
 
@@ -406,8 +420,16 @@ def _past_time_limit(stage: str) -> tuple[str, str]:
   if _executing.value == 1:
     # A while loop whose condition stays true runs on under JAX too: whether
     # a loop ends is undecidable, so no loader can refuse it.
-    return "while_runs_on", "a while loop ran past the time limit after compiling"
+    return "while_runs_on", "a loop (a while, or a long scan) ran past the time limit after compiling"
   return "hang", f"{stage} (executing)" if _executing.value else stage
+
+
+def _failed(stage: str, e: Exception) -> tuple[str, str]:
+  """What JAX raised: out of memory is a program bigger than this machine
+  (a 2**31-element padding that the gradient materialises), as _too_big."""
+  if "RESOURCE_EXHAUSTED: Out of memory" in str(e):
+    return "out_of_memory", f"{stage}: {str(e)[:300]}"
+  return "fails_in_jax", f"{stage}: {type(e).__name__}: {str(e)[:1500]}"
 
 
 def judge(data: bytes) -> tuple[str, str]:
@@ -441,7 +463,7 @@ def judge(data: bytes) -> tuple[str, str]:
       except _Timeout:
         raise
       except Exception as e:
-        _RUNS[key] = "fails_in_jax", f"jit: {type(e).__name__}: {str(e)[:1500]}"
+        _RUNS[key] = _failed("jit", e)
     return _RUNS[key]
   except _Timeout:
     return _past_time_limit(stage)
@@ -470,7 +492,7 @@ def judge_vjp(data: bytes) -> tuple[str, str]:
   except NotImplementedError as e:  # JAX has no rule for it (a window-dilated max pool): it ran
     return "not_differentiable", f"vjp: {e}"
   except Exception as e:
-    return "fails_in_jax", f"vjp: {type(e).__name__}: {str(e)[:1500]}"
+    return _failed("vjp", e)
   finally:
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, old)
@@ -547,7 +569,7 @@ class Runner:
     else:
       self.close()
       if self._executing.value == 1:  # XLA held it in a while loop (see _past_time_limit)
-        return "while_runs_on", "a while loop ran past the time limit after compiling", bool(vjp)
+        return "while_runs_on", "a loop (a while, or a long scan) ran past the time limit after compiling", bool(vjp)
       return "hang", "the worker did not answer", bool(vjp)
     code = self._proc.exitcode if self._proc is not None else None
     self._proc.join(5)

@@ -285,17 +285,29 @@ def _reducer(param, n_operands):
   return rule
 
 
+def _window_shape(shape, window_dimensions, window_strides, padding):
+  """The shape of the windows over an operand of `shape` (None where a size
+  is symbolic): what reduce_window gives and select_and_scatter's source is."""
+  dims = (shape, window_dimensions, window_strides, [p for pair in padding for p in pair])
+  if not all(type(d) is int for v in dims for d in v):
+    return None
+  return tuple(max(0, (d + lo + hi - w) // st + 1) if d + lo + hi >= w else 0
+               for d, w, st, (lo, hi) in zip(*dims[:3], padding))
+
+
+def _check_source(name, operand, source, *window):
+  windows = _window_shape(operand.shape, *window)
+  if windows is not None and tuple(source.shape) != windows:
+    yield None, (f"{name}'s source is {source.str_short()} where its windows "
+                 f"over {operand.str_short()} give shape {windows}")
+
+
 def _select_and_scatter(eqn, *, select_jaxpr, scatter_jaxpr, window_dimensions,
                         window_strides, padding, **_):
   operand, source = eqn.invars[0].aval, eqn.invars[1].aval  # (operand, source, init)
   o, s = _scalar(operand), _scalar(source)
-  dims = (operand.shape, window_dimensions, window_strides, [p for pair in padding for p in pair])
-  if all(type(d) is int for v in dims for d in v):
-    windows = tuple(max(0, (d + lo + hi - w) // st + 1) if d + lo + hi >= w else 0
-                    for d, w, st, (lo, hi) in zip(*dims[:3], padding))
-    if tuple(source.shape) != windows:
-      yield None, (f"select_and_scatter's source is {source.str_short()} where its windows "
-                   f"over {operand.str_short()} give shape {windows}")
+  yield from _check_source("select_and_scatter", operand, source, window_dimensions,
+                           window_strides, padding)
   yield from _jaxpr_fits("select_jaxpr", select_jaxpr, [o, o], [_BOOL])
   yield from _jaxpr_fits("scatter_jaxpr", scatter_jaxpr, [s, s], [s])
 
@@ -319,8 +331,14 @@ def _windowed(eqn, *, window_dimensions, window_strides, padding, base_dilation=
                          window_strides=window_strides, base_dilation=base_dilation,
                          window_dilation=window_dilation)
   yield from found
-  if "select_jaxpr" in params and not found:  # its window arithmetic needs sound windows
+  if found:  # the window arithmetic below needs sound windows
+    return
+  if "select_jaxpr" in params:
     yield from _select_and_scatter(eqn, **eqn.params)
+  elif eqn.primitive.name == "select_and_scatter_add":  # (source, operand); the
+    # shape rule does not relate the two, and XLA's verifier refuses them
+    yield from _check_source("select_and_scatter_add", eqn.invars[1].aval, eqn.invars[0].aval,
+                             window_dimensions, window_strides, padding)
 
 
 def _window_errors(n, padding, **sizes):
@@ -706,6 +724,13 @@ def _sort(eqn, *, dimension, num_keys, **_):
     yield "dimension", f"dimension {dimension} is not an axis of a rank-{rank} operand"
 
 
+def _ref(eqn, *, pin=False, **_):
+  """A pinned ref (jax.new_ref(x, pin=True)) discharges to a linear value that
+  no primitive but pin/unpin accepts: reading it fails inside JAX 0.12."""
+  if pin:
+    yield "pin", "pinned refs (pin=True) are not supported: JAX cannot read them on this backend"
+
+
 # lax.stack and lax.unstack bind a canonical axis (0 <= axis); the shape rules
 # accept a negative one, which lowering and transposition then misplace.
 def _stack(eqn, *, axis, **_):
@@ -849,6 +874,8 @@ RULES = {
     "sort": _sort,
     **{name: _ref_indexers for name in ("get", "swap", "addupdate")},
     "random_gamma": _random_gamma,
+    "new_ref": _ref,
+    "empty_ref": _ref,
     "stack": _stack,
     "unstack": _unstack,
     "platform_index": _platform_index,

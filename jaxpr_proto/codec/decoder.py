@@ -8,6 +8,7 @@ name taken from the file: every name is looked up in this package's tables.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Callable
 
 import jax
@@ -24,6 +25,11 @@ from jaxpr_proto.codec.state import DecodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import walk
 from jaxpr_proto.wire.versions import check_version, jax_version_of
+
+
+# The compute types compute_on accepts (jax/_src/compute_on.py's _check_valid);
+# lowering fails on any other.
+_COMPUTE_TYPE = re.compile(r"device_host|device|tpu_sparsecore|gpu_stream:[0-9]{1,9}")
 
 
 class Decoder:
@@ -123,8 +129,12 @@ class Decoder:
         if not isinstance(md, dict):
           raise DecodeError("xla_metadata must be a dict", path)
         xla_metadata = md
+      compute_type = msg.compute_type if msg.HasField("compute_type") else None
+      if compute_type is not None and not _COMPUTE_TYPE.fullmatch(compute_type):
+        raise DecodeError(f"compute_type {compute_type!r} is none of JAX's (device_host, "
+                          "device, tpu_sparsecore, gpu_stream:N)", path + ".context")
       ctx = self.state.decoded["contexts"][i] = compat.make_context(
-          msg.compute_type if msg.HasField("compute_type") else None,
+          compute_type,
           msg.threefry_partitionable, mesh, msg.remove_size_one_mesh_axis,
           xla_metadata, self._context_fields(msg, path + ".context"))
     return ctx

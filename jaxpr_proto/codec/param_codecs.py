@@ -21,7 +21,10 @@ def _rule_param(encode_rule, attr):
   def decode(dec, msg, path):
     if msg.WhichOneof("kind") != "rule":
       raise DecodeError("expected a custom rule reference", path)
-    return getattr(dec.rule(msg.rule, path), attr)
+    rule = dec.rule(msg.rule, path)
+    if not hasattr(rule, attr):  # another kind of rule (a jvp rule for a vjp param)
+      raise DecodeError(f"rules[{msg.rule}] is a {type(rule).__name__}, which has no {attr}", path)
+    return getattr(rule, attr)
   return encode, decode
 
 
