@@ -363,19 +363,21 @@ def _run_program(cj, vjp: bool) -> str:
   if any(a is None for a in args) or _too_big(cj.jaxpr):
     return "loaded_not_run"
   f = jaxpr_as_fun(cj)
-  compiled = jax.jit(f).lower(*args).compile()
-  _executing.value = 1 if _has_while(cj.jaxpr) else 2
-  jax.block_until_ready(compiled(*args))
-  _executing.value = 0
+  loops = _has_while(cj.jaxpr)
+
+  def execute(fn):  # compiled first: only the execution may be a loop that runs on
+    compiled = jax.jit(fn).lower(*args).compile()
+    _executing.value = 1 if loops else 2
+    jax.block_until_ready(compiled(*args))
+    _executing.value = 0
+
+  execute(f)
   if vjp:  # under jit, as grad is used (JAX's eager impls differ: sharding_constraint's)
     def pulled_back(*args):
       out, pull = jax.vjp(f, *args)
       return pull([np.zeros(o.shape, o.dtype) if o.dtype == jax.dtypes.float0
                    else jax.numpy.ones(o.shape, o.dtype) for o in out])
-    compiled = jax.jit(pulled_back).lower(*args).compile()
-    _executing.value = 1 if _has_while(cj.jaxpr) else 2
-    jax.block_until_ready(compiled(*args))
-    _executing.value = 0
+    execute(pulled_back)
   return "ran"
 
 
@@ -416,11 +418,14 @@ def _closed(x):
   return x.closed_jaxpr if isinstance(x, jp.Function) else x
 
 
+_RUNS_ON = ("while_runs_on", "a loop (a while, or a long scan) ran past the time limit after compiling")
+
+
 def _past_time_limit(stage: str) -> tuple[str, str]:
   if _executing.value == 1:
     # A while loop whose condition stays true runs on under JAX too: whether
     # a loop ends is undecidable, so no loader can refuse it.
-    return "while_runs_on", "a loop (a while, or a long scan) ran past the time limit after compiling"
+    return _RUNS_ON
   return "hang", f"{stage} (executing)" if _executing.value else stage
 
 
@@ -569,7 +574,7 @@ class Runner:
     else:
       self.close()
       if self._executing.value == 1:  # XLA held it in a while loop (see _past_time_limit)
-        return "while_runs_on", "a loop (a while, or a long scan) ran past the time limit after compiling", bool(vjp)
+        return (*_RUNS_ON, bool(vjp))
       return "hang", "the worker did not answer", bool(vjp)
     code = self._proc.exitcode if self._proc is not None else None
     self._proc.join(5)

@@ -178,7 +178,7 @@ def _build_function(codec: str, fields: dict, path: str):
   if not {"jaxpr", "in_tree", "out_tree"} <= set(fields) <= {"jaxpr", "in_tree", "out_tree", "name"}:
     raise DecodeError("jax::function needs fields jaxpr, in_tree, out_tree (and a name); "
                       f"got {sorted(fields)}", path)
-  name = fields.get("name", "jaxpr_proto_function")  # files before v1.? had no name
+  name = fields.get("name", "jaxpr_proto_function")  # files written before names were kept
   if not isinstance(name, str) or len(name) > 200:
     raise DecodeError("jax::function's name must be a string of at most 200 characters", path)
   cj, in_tree, out_tree = fields["jaxpr"], fields["in_tree"], fields["out_tree"]
