@@ -15,7 +15,8 @@ level, and judges it (`judge`):
   types, and `jax.vjp` pulled back where the seed's program is
   differentiable, raise nothing (at vjp, JAX's own NotImplementedError for
   a valid program it has no rule for, such as a window-dilated max pool,
-  counts as `not_differentiable`);
+  counts as `not_differentiable`, as does its failure on a max pool with
+  negative padding, which it cannot differentiate either);
 * no case may crash the process (each runs in a worker process, restarted
   after a crash) or run past the time limit, except a program with a while
   loop that compiled and then runs on (`while_runs_on`: a loop whose
@@ -306,23 +307,37 @@ def _differentiable_args(cj):
   return [jnp.issubdtype(a.dtype, jnp.floating) for a in cj.in_avals]
 
 
-def _too_big(jaxpr, depth=0) -> bool:
-  """Whether a value the program makes is over MAX_INPUT_BYTES: a program
-  may need more memory than this machine has, which says nothing of the file."""
+def _any_eqn(jaxpr, pred, depth=0) -> bool:
+  """Whether an eqn of the program, sub-jaxprs included, satisfies pred."""
   from jaxpr_proto import compat
   for eqn in jaxpr.eqns:
-    for v in eqn.outvars:
-      shape, dtype = getattr(v.aval, "shape", ()), getattr(v.aval, "dtype", None)
-      if dtype is None or any(not isinstance(d, (int, np.integer)) for d in shape):
-        continue
-      n = int(np.prod(shape, dtype=object)) if shape else 1
-      if n * max(getattr(dtype, "itemsize", 1), 1) > MAX_INPUT_BYTES:
-        return True
-    if depth < 50:
-      for sub in compat.jaxprs_in_params(eqn.params):
-        if _too_big(getattr(sub, "jaxpr", sub), depth + 1):
-          return True
+    if pred(eqn):
+      return True
+    if depth < 50 and any(_any_eqn(getattr(s, "jaxpr", s), pred, depth + 1)
+                          for s in compat.jaxprs_in_params(eqn.params)):
+      return True
   return False
+
+
+def _makes_too_big(eqn) -> bool:
+  """Whether a value the eqn makes is over MAX_INPUT_BYTES: a program may
+  need more memory than this machine has, which says nothing of the file."""
+  for v in eqn.outvars:
+    shape, dtype = getattr(v.aval, "shape", ()), getattr(v.aval, "dtype", None)
+    if dtype is None or any(not isinstance(d, (int, np.integer)) for d in shape):
+      continue
+    n = int(np.prod(shape, dtype=object)) if shape else 1
+    if n * max(getattr(dtype, "itemsize", 1), 1) > MAX_INPUT_BYTES:
+      return True
+  return False
+
+
+def _jax_cannot_differentiate(eqn) -> bool:
+  """A valid eqn whose vjp fails inside JAX for a program JAX traced itself:
+  a max or min pool with negative padding (JAX 0.10-0.12 transpose it to a
+  slice with a negative start; checked with lax.reduce_window)."""
+  return (eqn.primitive.name in ("reduce_window_max", "reduce_window_min")
+          and any(p < 0 for pair in eqn.params["padding"] for p in pair))
 
 
 class _Executing:
@@ -340,19 +355,12 @@ _executing = _Executing()
 LONG_SCAN = 10 ** 6
 
 
-def _has_while(jaxpr, depth=0) -> bool:
-  """Whether the program has a loop that may run on: a while loop, or a scan
-  of more than LONG_SCAN steps (lax.scan of length 2**31 - 1 runs for hours
+def _loops_on(eqn) -> bool:
+  """Whether the eqn is a loop that may run on: a while loop, or a scan of
+  more than LONG_SCAN steps (lax.scan of length 2**31 - 1 runs for hours
   under JAX too)."""
-  from jaxpr_proto import compat
-  for eqn in jaxpr.eqns:
-    if eqn.primitive.name == "while" or (
-        eqn.primitive.name == "scan" and eqn.params.get("length", 0) > LONG_SCAN):
-      return True
-    if depth < 50 and any(_has_while(getattr(s, "jaxpr", s), depth + 1)
-                          for s in compat.jaxprs_in_params(eqn.params)):
-      return True
-  return False
+  return eqn.primitive.name == "while" or (
+      eqn.primitive.name == "scan" and eqn.params.get("length", 0) > LONG_SCAN)
 
 
 def _run_program(cj, vjp: bool) -> str:
@@ -360,10 +368,10 @@ def _run_program(cj, vjp: bool) -> str:
   import jax
   from jax.extend.core import jaxpr_as_fun
   args = [_example(a) for a in cj.in_avals]
-  if any(a is None for a in args) or _too_big(cj.jaxpr):
+  if any(a is None for a in args) or _any_eqn(cj.jaxpr, _makes_too_big):
     return "loaded_not_run"
   f = jaxpr_as_fun(cj)
-  loops = _has_while(cj.jaxpr)
+  loops = _any_eqn(cj.jaxpr, _loops_on)
 
   def execute(fn):  # compiled first: only the execution may be a loop that runs on
     compiled = jax.jit(fn).lower(*args).compile()
@@ -431,7 +439,7 @@ def _past_time_limit(stage: str) -> tuple[str, str]:
 
 def _failed(stage: str, e: Exception) -> tuple[str, str]:
   """What JAX raised: out of memory is a program bigger than this machine
-  (a 2**31-element padding that the gradient materialises), as _too_big."""
+  (a 2**31-element padding that the gradient materialises), as _makes_too_big."""
   if "RESOURCE_EXHAUSTED: Out of memory" in str(e):
     return "out_of_memory", f"{stage}: {str(e)[:300]}"
   return "fails_in_jax", f"{stage}: {type(e).__name__}: {str(e)[:1500]}"
@@ -484,6 +492,7 @@ def judge_vjp(data: bytes) -> tuple[str, str]:
   old = signal.signal(signal.SIGALRM, _alarm)
   signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
   _executing.value = 0
+  cj = None
   try:
     cj = _closed(jp.loads(data))
     if not all(d for d in _differentiable_args(cj)):
@@ -497,6 +506,8 @@ def judge_vjp(data: bytes) -> tuple[str, str]:
   except NotImplementedError as e:  # JAX has no rule for it (a window-dilated max pool): it ran
     return "not_differentiable", f"vjp: {e}"
   except Exception as e:
+    if cj is not None and _any_eqn(cj.jaxpr, _jax_cannot_differentiate):
+      return "not_differentiable", f"vjp: {type(e).__name__}: {e}"
     return _failed("vjp", e)
   finally:
     signal.setitimer(signal.ITIMER_REAL, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import jax
+import ml_dtypes
 import numpy as np
 
 from jaxpr_proto import compat
@@ -134,7 +135,8 @@ def decode_array(msg: pb.Array, path: str):
     cls, py, category = typed
     if not jax.numpy.issubdtype(dtype, category):
       raise DecodeError(f"a {cls.__name__} cannot have dtype {dtype}", path)
-    if category is np.integer and not np.iinfo(dtype).min <= value <= np.iinfo(dtype).max:
+    # ml_dtypes' iinfo: numpy's refuses int4 and int2.
+    if category is np.integer and not ml_dtypes.iinfo(dtype).min <= value <= ml_dtypes.iinfo(dtype).max:
       raise DecodeError(f"{value} does not fit in {dtype}", path)
     return cls(py(value), dtype)
   if msg.dtype == pb.DTYPE_KEY:
