@@ -1,31 +1,42 @@
 """The public entry points: encode/decode messages, dumps/loads bytes, save/load files."""
 from __future__ import annotations
 
+import os
+
 from jaxpr_proto import compat, function
 from jaxpr_proto.check import checker, loading
 from jaxpr_proto.codec import encoder
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire import external as _external
 from jaxpr_proto.wire.files import parse, write_atomic
 
 
-def encode(closed_jaxpr, *, debug_info: bool = True) -> pb.Module:
-  """ClosedJaxpr (or jp.Function) -> jaxpr_proto.v1.Module message."""
+def encode(closed_jaxpr, *, debug_info: bool = True, out_of_line=None) -> pb.Module:
+  """ClosedJaxpr (or jp.Function) -> jaxpr_proto.v1.Module message.
+
+  `out_of_line` (a `jaxpr_proto.wire.external.Sink`, as `save` and pickling
+  use) takes the bytes of big arrays; without one they are all in the message.
+  """
   if isinstance(closed_jaxpr, function.Function):
-    return function.encode_function(closed_jaxpr, debug_info=debug_info)
-  return encoder.encode(closed_jaxpr, debug_info=debug_info)
+    return function.encode_function(closed_jaxpr, debug_info=debug_info, out_of_line=out_of_line)
+  return encoder.encode(closed_jaxpr, debug_info=debug_info, out_of_line=out_of_line)
 
 
-def decode(module: pb.Module, *, typecheck: bool = True):
+def decode(module: pb.Module, *, typecheck: bool = True, external=None):
   """jaxpr_proto.v1.Module message -> ClosedJaxpr (a jp.Function if it has one).
 
   `typecheck=False` skips re-running JAX's type check of every eqn (about
   two thirds of the decoding time); use it only for files you trust.
+  `external` is where the arrays stored outside the message are: the folder
+  of the .jaxpb (a path), or a `jaxpr_proto.wire.external.Source`.
   """
   if not isinstance(module, pb.Module):
     raise TypeError(f"expected a jaxpr_proto.v1.Module, got {type(module).__name__}")
+  if isinstance(external, (str, os.PathLike)):
+    external = _external.Folder(external)
   if module.HasField("function"):
-    return function.decode_function(module, typecheck=typecheck)
-  return loading.decode(module, typecheck=typecheck)[1]
+    return function.decode_function(module, typecheck=typecheck, source=external)
+  return loading.decode(module, typecheck=typecheck, source=external)[1]
 
 
 def dumps(closed_jaxpr, *, debug_info: bool = True) -> bytes:
@@ -38,16 +49,42 @@ def loads(data: bytes, *, typecheck: bool = True):
   return decode(parse(data), typecheck=typecheck)
 
 
-def save(closed_jaxpr, path, *, debug_info: bool = True) -> None:
-  """Writes a .jaxpb file atomically: temp file in the same folder, fsync, rename."""
-  data = dumps(closed_jaxpr, debug_info=debug_info)
+def save(closed_jaxpr, path, *, debug_info: bool = True,
+         external_min_bytes: int = _external.MIN_BYTES) -> None:
+  """Writes a .jaxpb file atomically: temp file in the same folder, fsync, rename.
+
+  Arrays of `external_min_bytes` or more (1 MiB by default) go to one data
+  file beside it, `<path>.data`, 64-byte aligned with a SHA-256 each, so that
+  constants of any size save (a message cannot pass 2 GiB) and `load` maps
+  them without a copy. A program without such arrays is one file.
+  """
+  path = os.fspath(path)
+  sink = _external.DataFile(path + _external.DATA_SUFFIX, external_min_bytes)
+  try:
+    m = encode(closed_jaxpr, debug_info=debug_info, out_of_line=sink)
+    data = m.SerializeToString(deterministic=True)
+  except BaseException:
+    sink.discard()
+    raise
+  if sink.used:
+    sink.commit()
+  else:
+    sink.discard()
   write_atomic(path, data)
 
 
-def load(path, *, typecheck: bool = True):
-  """Reads a .jaxpb file -> ClosedJaxpr (see `decode` for `typecheck`)."""
+def load(path, *, typecheck: bool = True, verify: bool = True):
+  """Reads a .jaxpb file -> ClosedJaxpr (see `decode` for `typecheck`).
+
+  Arrays stored in a data file beside it are mapped read-only, not copied:
+  the program's constants are views of the mapping. Their SHA-256 is checked
+  here unless `verify=False` (then `jp.check(path)` checks them later).
+  """
+  path = os.fspath(path)
   with open(path, "rb") as f:
-    return loads(f.read(), typecheck=typecheck)
+    m = parse(f.read())
+  return decode(m, typecheck=typecheck,
+                external=_external.Folder(os.path.dirname(path), verify=verify))
 
 
 def check(x, *, raise_on_error: bool = False, max_errors: int = 200) -> checker.CheckReport:

@@ -24,7 +24,7 @@ from jaxpr_proto.codec import encoder
 from jaxpr_proto.codec import pytrees
 from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from jaxpr_proto.wire import files
+from jaxpr_proto.wire import external, files
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -110,9 +110,11 @@ class Function:
     return self  # immutable
 
 
-def _load_function(data: bytes) -> Function:
-  """Unpickles a Function (jaxpr_proto.pickling writes its .jaxpb bytes)."""
-  f = decode_function(files.parse(data))
+def _load_function(data) -> Function:
+  """Unpickles a Function (jaxpr_proto.pickling writes its .jaxpb bytes, or
+  an external.Parts with its big arrays)."""
+  message, source = external.message_and_source(data)
+  f = decode_function(files.parse(message), source=source)
   if not isinstance(f, Function):
     raise TypeError(f"the pickle holds a {type(f).__name__}, not a Function")
   return f
@@ -181,8 +183,8 @@ def trace(fun, *, static_argnums=(), static_argnames=()):
 
 # --- .jaxpb -------------------------------------------------------------------
 
-def encode_function(f: Function, *, debug_info: bool = True) -> pb.Module:
-  enc = encoder.Encoder(debug_info=debug_info)
+def encode_function(f: Function, *, debug_info: bool = True, out_of_line=None) -> pb.Module:
+  enc = encoder.Encoder(debug_info=debug_info, out_of_line=out_of_line)
   m = enc.module(f.closed_jaxpr)
   sig = m.function
   sig.name = f.name
@@ -197,7 +199,7 @@ def encode_function(f: Function, *, debug_info: bool = True) -> pb.Module:
   return m
 
 
-def decode_function(m: pb.Module, *, typecheck: bool = True) -> Function:
-  _, cj, (in_tree, out_tree) = loading.decode(m, typecheck=typecheck)
+def decode_function(m: pb.Module, *, typecheck: bool = True, source=None) -> Function:
+  _, cj, (in_tree, out_tree) = loading.decode(m, typecheck=typecheck, source=source)
   digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
   return Function(cj, in_tree, out_tree, m.function.name, _digest=digest)

@@ -32,12 +32,14 @@ import copyreg
 import functools
 import hashlib
 import os
+import pickle
 
 import jax
 import jax.extend.core as jex_core
 
 from jaxpr_proto import _lru, api, compat, function
 from jaxpr_proto.codec.names import REGISTRY
+from jaxpr_proto.wire import external, files
 
 # Whether pickles carry debug info (source locations, names).
 DEBUG_INFO = True
@@ -51,9 +53,12 @@ _NONE = object()
 class _Encoded:
   """A jaxpr, function or jitted function whose `.jaxpb` bytes are made lazily.
 
-  Pickled, it becomes `bytes(data)`, i.e. just the bytes. Deep-copied, it
-  becomes the bytes. Shallow-copied (`copy.copy` of the owner), it stays this
-  object, and the loaders then make a shallow copy of `obj` instead.
+  Pickled, it becomes its `.jaxpb` bytes; with arrays of 1 MiB or more, an
+  `external.Parts` of the message and the arrays' own buffers, which protocol
+  5 carries out of band (Dask, `pickle.dumps(..., buffer_callback=...)`) and
+  older protocols in band. Deep-copied, it becomes the same with the buffers
+  copied. Shallow-copied (`copy.copy` of the owner), it stays this object,
+  and the loaders then make a shallow copy of `obj` instead.
   """
   __slots__ = ("obj", "convert")
 
@@ -61,15 +66,30 @@ class _Encoded:
     self.obj = obj
     self.convert = convert  # obj -> what is encoded, if not obj itself
 
-  def data(self) -> bytes:
+  def parts(self) -> tuple[bytes, list]:
+    """(the message's bytes, the buffers of its external arrays)."""
     obj = self.obj if self.convert is None else self.convert(self.obj)
-    return api.dumps(obj, debug_info=DEBUG_INFO)
+    sink = external.PickleBuffers()
+    m = api.encode(obj, debug_info=DEBUG_INFO, out_of_line=sink)
+    return m.SerializeToString(deterministic=True), sink.buffers
 
-  def __reduce__(self):
-    return (bytes, (self.data(),))
+  def __reduce_ex__(self, protocol):
+    message, buffers = self.parts()
+    if not buffers:
+      return (bytes, (message,))
+    if protocol >= 5:
+      return (external.Parts, (message, *map(pickle.PickleBuffer, buffers)))
+    return (external.Parts, (message, *(b.tobytes() for b in buffers)))
 
   def __deepcopy__(self, memo):
-    return self.data()
+    message, buffers = self.parts()
+    return external.Parts(message, *(b.tobytes() for b in buffers)) if buffers else message
+
+
+def _loads(data):
+  """The program of pickled bytes or Parts."""
+  message, source = external.message_and_source(data)
+  return api.decode(files.parse(message), external=source)
 
 
 # --- ClosedJaxpr ----------------------------------------------------------------
@@ -82,7 +102,7 @@ def _load_closed_jaxpr(data):
   if isinstance(data, _Encoded):  # copy.copy
     cj = data.obj
     return compat.ClosedJaxpr(cj.jaxpr, cj.consts)
-  cj = api.loads(data)
+  cj = _loads(data)
   if not isinstance(cj, compat.ClosedJaxpr):
     raise TypeError(f"the pickle holds a {type(cj).__name__}, not a ClosedJaxpr")
   return cj
@@ -242,8 +262,8 @@ def _load_jit(data, options):
   kw = dict(options)
   if isinstance(data, _Encoded):  # copy.copy: same target, new jit
     return _make_jit(data.obj, kw)
-  key = (hashlib.sha256(data).digest(), tuple(options))
-  return _JIT_CACHE.get_or_make(key, lambda: _make_jit(api.loads(data), kw))
+  digest = data.digest() if isinstance(data, external.Parts) else hashlib.sha256(data).digest()
+  return _JIT_CACHE.get_or_make((digest, tuple(options)), lambda: _make_jit(_loads(data), kw))
 
 
 def _make_jit(target, kw):

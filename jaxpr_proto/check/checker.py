@@ -46,7 +46,7 @@ from jaxpr_proto.check.typecheck import iter_type_errors
 from jaxpr_proto.codec import decoder as _decoder
 from jaxpr_proto.errors import CheckError, DecodeError, Error, VersionError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from jaxpr_proto.wire import files, versions, walk
+from jaxpr_proto.wire import external, files, versions, walk
 
 STAGES = ("structure", "params", "versions", "types", "function")
 
@@ -109,9 +109,12 @@ class _Collector:
     self.report.error_stages.append(self.stage)
 
 
-def check(x, *, raise_on_error: bool = False, max_errors: int = 200) -> CheckReport:
+def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
+          source=None) -> CheckReport:
   """Checks a .jaxpb (bytes, Module or file path); `jp.check` also takes a
-  ClosedJaxpr or jp.Function, which it encodes first.
+  ClosedJaxpr or jp.Function, which it encodes first. The arrays a file
+  stores outside its message are read (and their checksums checked) from
+  its folder; for bytes or a Module, from `source` (a wire.external.Source).
 
   Returns a CheckReport; with raise_on_error, raises a CheckError (a
   DecodeError) listing all errors instead of returning a failed report.
@@ -119,9 +122,11 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200) -> CheckRep
   """
   report = CheckReport()
   err = _Collector(report, max_errors)
+  if isinstance(x, (str, os.PathLike)):
+    source = external.Folder(os.path.dirname(os.fspath(x)))
   m = _as_module(x, err)
   if m is not None:
-    run(m, err, report)
+    run(m, err, report, source=source)
   if raise_on_error:
     report.raise_on_error()
   return report
@@ -153,7 +158,7 @@ def _check_versions(m, err, report) -> None:
     err(e.path, e.message, e)
 
 
-def run(m, err, report, *, typecheck: bool = True):
+def run(m, err, report, *, typecheck: bool = True, source=None):
   """The stages, in order, reporting each problem to `err(path, message,
   exception=None)`: `check` collects them all; every loader
   (`loading.decode`) passes an `err` that raises the first. Returns (the
@@ -177,7 +182,7 @@ def run(m, err, report, *, typecheck: bool = True):
 
   err.stage = "params"
   report.stages.append("params")
-  dec = _CheckingDecoder(m, err)
+  dec = _CheckingDecoder(m, err, source)
   params_before = err.count
   root = dec.decode_all()
   if root is not None and err.count == params_before and not dec.version_errors:
@@ -246,8 +251,8 @@ class _CheckingDecoder(_decoder.Decoder):
   """A Decoder that records errors in params, avals, literals and constants
   and goes on, so that one pass finds them all."""
 
-  def __init__(self, m, err):
-    super().__init__(m)
+  def __init__(self, m, err, source=None):
+    super().__init__(m, source)
     self._err = err
     self.version_errors: list[tuple[str, str]] = []
     if self.upgrader:

@@ -18,7 +18,7 @@ class _RaiseFirst:
     raise exception if exception is not None else DecodeError(message, path)
 
 
-def decode(m: pb.Module, *, typecheck: bool = True):
+def decode(m: pb.Module, *, typecheck: bool = True, source=None):
   """Module -> (its Decoder, the root ClosedJaxpr, the function's (in_tree,
   out_tree) or None); raises a DecodeError naming the path of the first
   problem: the checks of `jp.check`, rules and function signature included.
@@ -26,6 +26,8 @@ def decode(m: pb.Module, *, typecheck: bool = True):
   With `typecheck` (the default) each eqn is also checked by JAX's abstract
   evaluation: a file with the wrong number of operands or mismatched types is
   refused here rather than failing later, in JAX. Skip it only for files you
-  trust.
+  trust. `source` (a wire.external.Source) has the bytes of the arrays stored
+  outside the message.
   """
-  return checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck)
+  return checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck,
+                     source=source)

@@ -31,7 +31,7 @@ from jaxpr_proto.cli.inputs import (decode, load_inputs, random_inputs, read_mod
 from jaxpr_proto.cli.printing import avals_str, ms
 from jaxpr_proto.cli.progress import progress_for
 from jaxpr_proto.errors import Error, UnknownPrimitiveError
-from jaxpr_proto.wire import files, info
+from jaxpr_proto.wire import external, files, info
 from jaxpr_proto.wire.versions import FORMAT_MAJOR, FORMAT_MINOR
 
 
@@ -115,10 +115,11 @@ def cmd_load(args) -> int:
   return EXIT_OK
 
 
-def _run_checks(m) -> tuple[list[str], str]:
-  """-> (problems, one line each, and what checked), by jaxpr_proto.check.checker."""
+def _run_checks(m, path) -> tuple[list[str], str]:
+  """-> (problems, one line each, and what checked), by jaxpr_proto.check.checker;
+  external arrays are read from the folder of `path`."""
   try:
-    report = checker.check(m)
+    report = checker.check(m, source=external.Folder(os.path.dirname(os.fspath(path))))
   except Error as e:
     return [_describe(e)], "jaxpr_proto.check.checker"
   problems = [f"[{stage}] {where or '<module>'}: {msg}"
@@ -142,7 +143,7 @@ def cmd_check(args) -> int:
         failed = True
         continue
       progress.stage(f"checking {os.path.basename(path)}")
-      problems, what = _run_checks(m)
+      problems, what = _run_checks(m, path)
       progress.close()
       if problems:
         failed = True

@@ -41,7 +41,7 @@ def decode(m, path, progress: Progress | None = None):
   with _naming_file(path):
     if progress is not None:
       progress.stage(f"decoding {os.path.basename(path)}")
-    return jaxpr_proto.decode(m)
+    return jaxpr_proto.decode(m, external=os.path.dirname(os.fspath(path)))
 
 
 def read_program(path, progress: Progress | None = None):

@@ -12,6 +12,7 @@ from jaxpr_proto import compat
 from jaxpr_proto.codec.dtypes import SUB_BYTE_BITS, decode_dtype, encode_dtype
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire import external
 
 _K = pb.ArrayKind
 # A float0 array carries no bytes, so its size is not bounded by the file's.
@@ -57,7 +58,20 @@ _TYPED_SCALAR_BUFFERS = {pb.ARRAY_KIND_TYPED_INT: np.dtype("<i8"),
                          pb.ARRAY_KIND_TYPED_COMPLEX: np.dtype("<c16")}
 
 
-def encode_array(x, kind: int, path: str) -> pb.Array:
+# What one message can hold: protobuf refuses to write or read more than 2 GiB.
+MAX_INLINE_BYTES = (1 << 31) - (64 << 20)
+
+
+def too_big(nbytes: int, path: str) -> EncodeError:
+  return EncodeError(
+      f"{nbytes / 2**30:.1f} GiB of array data do not fit in one protobuf message "
+      "(2 GiB at most): save the program with jp.save(program, path), which stores "
+      "big arrays in a data file beside the .jaxpb", path)
+
+
+def encode_array(x, kind: int, path: str, out_of_line=None) -> pb.Array:
+  """The Array message of `x`; its bytes go to `out_of_line` (a
+  wire.external.Sink) instead when it has one and they are that big."""
   out = pb.Array(kind=kind)
   buf = _TYPED_SCALAR_BUFFERS.get(kind)
   if buf is not None:
@@ -79,55 +93,76 @@ def encode_array(x, kind: int, path: str) -> pb.Array:
     return out
   bits = SUB_BYTE_BITS.get(out.dtype)
   if bits:
-    out.data = _pack(np.ascontiguousarray(x), bits)
+    data = np.frombuffer(_pack(np.ascontiguousarray(x), bits), np.uint8)
   else:
     x = np.ascontiguousarray(x)
     if x.dtype.byteorder == ">":
       x = x.byteswap().view(x.dtype.newbyteorder("<"))
-    out.data = x.tobytes()
+    data = x.reshape(-1).view(np.uint8)  # the array's own memory: no copy
+  if out_of_line is not None and data.nbytes >= out_of_line.min_bytes:
+    out.external.CopyFrom(out_of_line.put(data))
+  elif data.nbytes > MAX_INLINE_BYTES:
+    raise too_big(data.nbytes, path)
+  else:
+    out.data = data.tobytes()
   return out
 
 
-def decode_array_np(msg: pb.Array, path: str):
-  """Returns the numpy value of an Array message (key data for key arrays)."""
+def _bytes_of(msg: pb.Array, path: str, source):
+  """The array's bytes: `data`, or a view of where `external` says they are."""
+  if not msg.HasField("external"):
+    return msg.data
+  if msg.data:
+    raise DecodeError("an array has bytes both in data and in external", path)
+  return (source or external.Nowhere()).view(msg.external, f"{path}.external")
+
+
+def decode_array_np(msg: pb.Array, path: str, source=None):
+  """Returns the numpy value of an Array message (key data for key arrays);
+  `source` (a wire.external.Source) has the bytes of external arrays."""
   shape = tuple(msg.shape)
   n = num_elements(shape, path)
   buf = _TYPED_SCALAR_BUFFERS.get(msg.kind)
+  data = _bytes_of(msg, path, source)
   if buf is not None:
-    if shape or len(msg.data) != buf.itemsize:
+    if shape or len(data) != buf.itemsize:
       raise DecodeError("a typed scalar needs shape () and one value", path)
-    return np.frombuffer(msg.data, buf)[0], decode_dtype(msg.dtype, msg.key_impl, path)
+    return np.frombuffer(data, buf)[0], decode_dtype(msg.dtype, msg.key_impl, path)
   if msg.dtype == pb.DTYPE_KEY:
     impl = compat.key_impl(msg.key_impl, path)
     kshape = tuple(impl.key_shape)
     want = n * math.prod(kshape) * 4
-    if len(msg.data) != want:
-      raise DecodeError(f"key array data has {len(msg.data)} bytes, expected {want}", path)
-    return np.frombuffer(msg.data, "<u4").reshape(shape + kshape)
+    if len(data) != want:
+      raise DecodeError(f"key array data has {len(data)} bytes, expected {want}", path)
+    return np.frombuffer(data, "<u4").reshape(shape + kshape)
   dtype = decode_dtype(msg.dtype, msg.key_impl, path)
   if msg.dtype == pb.DTYPE_FLOAT0:
-    if msg.data:
+    if len(data):
       raise DecodeError("float0 array must carry no data", path)
     return np.zeros(shape, dtype)
   bits = SUB_BYTE_BITS.get(msg.dtype)
   if bits:
     want = -(-n * bits // 8)
-    if len(msg.data) != want:
-      raise DecodeError(f"array data has {len(msg.data)} bytes, expected {want}", path)
-    return _unpack(msg.data, n, bits, dtype).reshape(shape)
+    if len(data) != want:
+      raise DecodeError(f"array data has {len(data)} bytes, expected {want}", path)
+    return _unpack(data, n, bits, dtype).reshape(shape)
   want = n * dtype.itemsize
-  if len(msg.data) != want:
+  if len(data) != want:
     raise DecodeError(
-        f"array data has {len(msg.data)} bytes, expected {want} for "
+        f"array data has {len(data)} bytes, expected {want} for "
         f"{dtype.name}{list(shape)}", path)
-  return np.frombuffer(msg.data, dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
+  return np.frombuffer(data, dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
 
 
-def decode_array(msg: pb.Array, path: str):
-  """The value of an Array message, of the Python type its kind names."""
+def decode_array(msg: pb.Array, path: str, source=None):
+  """The value of an Array message, of the Python type its kind names. An
+  external array stays a view of its source's memory (a mapped file) where
+  its kind allows: a numpy array read-only, a jax.Array placed without a copy
+  on CPU."""
   if msg.dtype == pb.DTYPE_FLOAT0 and num_elements(msg.shape, path) > _MAX_FLOAT0_ELEMENTS:
     raise DecodeError(f"float0 array of shape {list(msg.shape)} is too large", path)
-  x = decode_array_np(msg, path)
+  x = decode_array_np(msg, path, source)
+  in_place = msg.HasField("external")
   kind = msg.kind
   typed = _TYPED_SCALARS.get(kind)
   if typed is not None:
@@ -144,15 +179,16 @@ def decode_array(msg: pb.Array, path: str):
       raise DecodeError("key arrays must be jax arrays", path)
     return compat.wrap_key_data(x, msg.key_impl)
   if kind == _K.ARRAY_KIND_NUMPY_UNSPECIFIED:
-    return x.copy()
+    return x if in_place else x.copy()
   if kind == _K.ARRAY_KIND_JAX:
-    return jax.numpy.asarray(x)
+    # device_put uses aligned host memory in place on CPU; asarray copies.
+    return jax.device_put(x) if in_place else jax.numpy.asarray(x)
   if kind == _K.ARRAY_KIND_NUMPY_SCALAR:
     if x.shape != ():
       raise DecodeError("a numpy scalar must have shape ()", path)
     return x[()]
   if kind == _K.ARRAY_KIND_TYPED_NDARRAY:
-    return compat.typed_ndarray(x.copy())
+    return compat.typed_ndarray(x if in_place else x.copy())
   raise DecodeError(f"unknown array kind {kind}", path)
 
 

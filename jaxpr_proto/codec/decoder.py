@@ -35,9 +35,9 @@ _COMPUTE_TYPE = re.compile(r"device_host|device|tpu_sparsecore|gpu_stream:[0-9]{
 class Decoder:
   """Reads one Module; `state` holds what it has decoded (see codec.state)."""
 
-  def __init__(self, m: pb.Module):
+  def __init__(self, m: pb.Module, source=None):
     self.m = m
-    self.state = DecodeState(m)
+    self.state = DecodeState(m, source=source)  # source: of external arrays' bytes
     self.upgrader = upgrade.for_module(m)  # None: written by this JAX's primitives
 
   # --- tables -------------------------------------------------------------

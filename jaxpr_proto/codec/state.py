@@ -27,6 +27,8 @@ class EncodeState:
   features: set[str] = dataclasses.field(default_factory=set)  # Module.required_features
   rule_depth: int = 0  # custom_jvp rules being encoded inside one another
   symbolic_scope: object = None  # of the symbolic dims, which must share one
+  out_of_line: object = None  # a wire.external.Sink for big arrays, or None
+  inline_bytes: int = 0  # of array data in the message
 
   def intern(self, table: str, key, make: Callable[[], object], keep=None) -> int:
     """The index in Module.<table> of `key`, appending `make()` the first
@@ -77,6 +79,7 @@ class DecodeState:
   where: str = ""  # the eqn being decoded, for errors found outside the checks
   depth: int = 0  # jaxprs being decoded inside one another
   symbolic_scope: object = None
+  source: object = None  # a wire.external.Source of external arrays' bytes, or None
 
   def entry(self, table: str, i: int, name: str, path: str):
     """Module.<table>[i], or a DecodeError naming the bad index."""

@@ -23,6 +23,7 @@ from jaxpr_proto.codec.dtypes import decode_dtype, encode_dtype, jnp_scalar_type
 from jaxpr_proto.compat import standins, upgrade
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire import external
 
 _K = pb.ArrayKind
 
@@ -142,7 +143,16 @@ def _decode_frozenset(dec, msg, path):
 
 
 def _encode_array(kind):
-  return lambda enc, v, path: pb.Value(array=arrays.encode_array(v, kind, path))
+  def encode(enc, v, path):
+    st = enc.state
+    msg = arrays.encode_array(v, kind, path, st.out_of_line)
+    if msg.HasField("external"):
+      st.features.add(external.FEATURE)
+    st.inline_bytes += len(msg.data)
+    if st.inline_bytes > arrays.MAX_INLINE_BYTES:
+      raise arrays.too_big(st.inline_bytes, path)
+    return pb.Value(array=msg)
+  return encode
 
 
 def _encode_dtype(enc, v, path):
@@ -302,7 +312,7 @@ _DECODERS = {
     "str": lambda dec, m, path: m,
     "bytes": lambda dec, m, path: m,
     "dtype": _decode_dtype,
-    "array": lambda dec, m, path: arrays.decode_array(m, path),
+    "array": lambda dec, m, path: arrays.decode_array(m, path, dec.state.source),
     "tuple": _decode_seq(tuple),
     "list": _decode_seq(list),
     "dict": _decode_dict,

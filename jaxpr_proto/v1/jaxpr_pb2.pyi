@@ -437,18 +437,32 @@ class AbstractRef(_message.Message):
     def __init__(self, inner: _Optional[int] = ..., memory_space: _Optional[_Union[Value, _Mapping]] = ..., kind: _Optional[_Union[Value, _Mapping]] = ...) -> None: ...
 
 class Array(_message.Message):
-    __slots__ = ("dtype", "shape", "data", "key_impl", "kind")
+    __slots__ = ("dtype", "shape", "data", "key_impl", "kind", "external")
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     KEY_IMPL_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_FIELD_NUMBER: _ClassVar[int]
     dtype: Dtype
     shape: _containers.RepeatedScalarFieldContainer[int]
     data: bytes
     key_impl: str
     kind: ArrayKind
-    def __init__(self, dtype: _Optional[_Union[Dtype, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ..., key_impl: _Optional[str] = ..., kind: _Optional[_Union[ArrayKind, str]] = ...) -> None: ...
+    external: ExternalData
+    def __init__(self, dtype: _Optional[_Union[Dtype, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ..., key_impl: _Optional[str] = ..., kind: _Optional[_Union[ArrayKind, str]] = ..., external: _Optional[_Union[ExternalData, _Mapping]] = ...) -> None: ...
+
+class ExternalData(_message.Message):
+    __slots__ = ("location", "offset", "length", "sha256")
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    location: str
+    offset: int
+    length: int
+    sha256: bytes
+    def __init__(self, location: _Optional[str] = ..., offset: _Optional[int] = ..., length: _Optional[int] = ..., sha256: _Optional[bytes] = ...) -> None: ...
 
 class Complex(_message.Message):
     __slots__ = ("real", "imag")

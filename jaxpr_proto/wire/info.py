@@ -183,6 +183,20 @@ def aval_str(m: pb.Module, i: int) -> str:
   return f"{name}[{dims}]"
 
 
+def external_data(m: pb.Module) -> dict[str, dict]:
+  """{location: {"arrays": n, "bytes": b}} of the arrays (constants and
+  params) whose bytes are outside the message."""
+  out: dict[str, dict] = {}
+  values = [v for c in m.closed_jaxprs for v in c.consts] + [p.value for p in m.params]
+  for v in values:
+    if v.WhichOneof("kind") == "array" and v.array.HasField("external"):
+      e = v.array.external
+      entry = out.setdefault(e.location, {"arrays": 0, "bytes": 0})
+      entry["arrays"] += 1
+      entry["bytes"] += e.length
+  return dict(sorted(out.items()))
+
+
 def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) -> dict:
   """A JSON-ready summary of `m`; see the module docstring."""
   names = primitive_names(m)
@@ -248,6 +262,7 @@ def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) 
           "contexts": len(m.contexts), "rules": len(m.rules), "params": len(m.params),
       },
       "bytes": {"total": m.ByteSize(), **section_bytes(m, progress)},
+      "external": external_data(m),
       "sharing": {
           "sub_jaxprs": sum(1 for i in range(len(m.jaxprs)) if i != root and i not in rules),
           "rule_jaxprs": len(rules),
@@ -291,6 +306,8 @@ def format_info(info: dict, file: str | None = None, size: int | None = None) ->
   for k in SECTIONS:
     pct = 100.0 * b[k] / b["total"] if b["total"] else 0.0
     add(f"  {k:<12} {b[k]:>10,}  {pct:5.1f}%")
+  for loc, x in info.get("external", {}).items():
+    add(f"external      {loc}: {x['arrays']} arrays, {x['bytes']:,} bytes")
   t = info["tables"]
   add("tables        " + ", ".join(f"{k} {v}" for k, v in t.items()))
   s = info["sharing"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from jaxpr_proto.errors import VersionError
 
 FORMAT_MAJOR = 1
-FORMAT_MINOR = 1
+FORMAT_MINOR = 2
 
 # Optional features this reader understands (Module.required_features), with
 # the format minor that introduced each. A writer lists a feature in
@@ -35,6 +35,10 @@ FEATURES: dict[str, int] = {
     "eqn_context_fields": 1,
     # 1.1: PartitionSpec.unreduced_kind other than "sum" (JAX >= 0.11).
     "unreduced_kind": 1,
+    # 1.2: Array.external, the bytes of big arrays in a data file beside the
+    # .jaxpb (or a pickle's out-of-band buffers). An older reader would
+    # read such an array as empty.
+    "external_data": 2,
 }
 SUPPORTED_FEATURES: frozenset[str] = frozenset(FEATURES)
 
