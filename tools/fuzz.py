@@ -333,11 +333,32 @@ def _makes_too_big(eqn) -> bool:
 
 
 def _jax_cannot_differentiate(eqn) -> bool:
-  """A valid eqn whose vjp fails inside JAX for a program JAX traced itself:
+  """An eqn whose vjp fails inside JAX just as for a program a user wrote:
   a max or min pool with negative padding (JAX 0.10-0.12 transpose it to a
-  slice with a negative start; checked with lax.reduce_window)."""
-  return (eqn.primitive.name in ("reduce_window_max", "reduce_window_min")
-          and any(p < 0 for pair in eqn.params["padding"] for p in pair))
+  slice with a negative start; checked with lax.reduce_window), or a
+  custom_root whose tangent_solve JAX cannot transpose (one that is not
+  linear in its tangents, as `lambda g, y: g(1.0) / y` is not)."""
+  if eqn.primitive.name in ("reduce_window_max", "reduce_window_min"):
+    return any(p < 0 for pair in eqn.params["padding"] for p in pair)
+  prim = eqn.params.get("_prim")
+  return type(prim).__name__ == "CustomRoot" and not _transposes(prim, "tangent_solve")
+
+
+def _transposes(prim, param) -> bool:
+  """Whether jax.linear_transpose takes a HiPrim's function param in its last argument."""
+  import jax
+  from jaxpr_proto import compat
+  (*known, y), out, _ = compat.hiprim_functions(prim)[param]
+  sds = lambda t: jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), t)
+  fn = prim.params[param]
+
+  def transposed(known, ct):
+    return jax.linear_transpose(lambda y: fn(*known, y), sds(y))(ct)
+  try:
+    jax.make_jaxpr(transposed)(sds(known), sds(out))
+    return True
+  except Exception:
+    return False
 
 
 class _Executing:

@@ -431,7 +431,7 @@ def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
   """The saved jvp rule against the call: primals and tangents of the
   operands after the num_consts consts in; primal outputs and the tangents
   its out_zeros says are not zero out."""
-  found = _custom_call_inputs(eqn, call_jaxpr)
+  found = _custom_call_inputs(eqn, call_jaxpr, num_consts)
   if found:
     yield from found
     return
@@ -510,10 +510,11 @@ def _not_linear(jvp, n_primals, n_outs):
   return None
 
 
-def _custom_call_inputs(eqn, call_jaxpr):
+def _custom_call_inputs(eqn, call_jaxpr, num_consts):
   """JAX's type rules of custom_jvp_call and custom_vjp_call type the outputs
-  by the call_jaxpr but leave its inputs unchecked."""
-  return _jaxpr_fits("call_jaxpr", call_jaxpr, _avals(eqn.invars), None)
+  by the call_jaxpr but leave its inputs (and num_consts) unchecked."""
+  bad = _count("num_consts", num_consts, len(eqn.invars))
+  return [bad] if bad else _jaxpr_fits("call_jaxpr", call_jaxpr, _avals(eqn.invars), None)
 
 
 def _rule_of(thunk):
@@ -528,7 +529,7 @@ def _custom_vjp_call(eqn, *, call_jaxpr, fwd_jaxpr_thunk, num_consts, bwd=None, 
   fwd_jaxpr_thunk, bwd and out_trees params are each a reference to a saved
   rule: all three must name the same one (JAX's transpose zips bwd's inputs
   with the residuals out_trees describes, core.eval_jaxpr then fails)."""
-  found = _custom_call_inputs(eqn, call_jaxpr)
+  found = _custom_call_inputs(eqn, call_jaxpr, num_consts)
   if found:
     yield from found
     return
@@ -684,9 +685,19 @@ def _threefry2x32(eqn, **_):
       yield None, f"threefry2x32's two {what} words have different shapes {a} and {b}"
 
 
-def _scan(eqn, *, length, unroll, jaxpr, **_):
-  """A trip count XLA's loop counter holds, and an unrolled body within the
+def _scan(eqn, *, length, unroll, jaxpr, num_consts=None, num_carry=None, **_):
+  """Consts and carry within the operands (JAX 0.10's type rule splits the
+  operands by them and takes a short split; from 0.11 flat trees say it), a
+  trip count XLA's loop counter holds, and an unrolled body within the
   chain of dependent eqns XLA compiles safely (see check.bounds)."""
+  if num_consts is not None:
+    n_in = len(eqn.invars)
+    bad = (_count("num_consts", num_consts, n_in)
+           or _count("num_carry", num_carry, n_in - num_consts)
+           or _count("num_carry", num_carry, len(_out_avals(jaxpr))))
+    if bad:
+      yield bad
+      return
   if type(unroll) is bool or not 1 <= unroll:
     yield "unroll", f"unroll={unroll!r} is not a positive int"
     return
@@ -743,6 +754,14 @@ def _unstack(eqn, *, axis, **_):
   rank = len(eqn.invars[0].aval.shape) if eqn.invars else 0
   if not 0 <= axis < rank:
     yield "axis", f"unstack axis {axis} is not an axis (0 to {rank - 1}) of the rank-{rank} operand"
+
+
+# reduce_and/or/xor's shape rule deletes the axes with numpy, which takes a
+# negative one; lowering then refuses it. lax binds them canonical.
+def _logical_reduction(eqn, *, axes, **_):
+  rank = len(eqn.invars[0].aval.shape) if eqn.invars else 0
+  if not all(0 <= a < rank for a in axes):
+    yield "axes", f"reduction axes {axes} are not axes (0 to {rank - 1}) of the rank-{rank} operand"
 
 
 def _platform_index(eqn, *, platforms, **_):
@@ -878,6 +897,7 @@ RULES = {
     "empty_ref": _ref,
     "stack": _stack,
     "unstack": _unstack,
+    **{name: _logical_reduction for name in ("reduce_and", "reduce_or", "reduce_xor")},
     "platform_index": _platform_index,
     "schur": _schur,
     "threefry2x32": _threefry2x32,

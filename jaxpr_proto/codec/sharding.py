@@ -106,6 +106,9 @@ def decode_spec(msg: pb.PartitionSpec, path: str):
         parts.append(names[0])
       else:
         parts.append(tuple(names))
+  named = [n for e in msg.entries for n in e.axes.names if n]
+  if len(set(named)) != len(named):  # JAX's DuplicateSpecError, raised only at jit
+    raise DecodeError(f"the spec maps a mesh axis to more than one dimension: {named}", path)
   kw = {}
   if msg.unreduced_kind:
     kinds = compat.UNREDUCED_KINDS
@@ -141,6 +144,11 @@ def decode_named_sharding(msg: pb.NamedSharding, path: str):
   unknown = sorted(named - {a.name for a in msg.mesh.axes})
   if unknown:
     raise DecodeError(f"the spec names axes {unknown} that the mesh lacks", path + ".spec")
+  if kind is not None and msg.mesh.concrete and not msg.mesh.axes:
+    # A memory kind is checked against the mesh's devices: with none, JAX
+    # raises once and then aborts the process (py_device_list.cc).
+    raise DecodeError("a NamedSharding over an empty concrete mesh cannot have a memory kind",
+                      path + ".memory_kind")
   try:
     return compat.NamedSharding(mesh, spec, memory_kind=kind)
   except Exception as e:
