@@ -1,18 +1,29 @@
 """Benchmark: jaxpr-proto against its peers, side by side in one process.
 
-    python tools/bench.py [--repeat N]
+    python tools/bench.py [--repeat N] [--eqns 1000,1000000] [--big-gib 2.5]
 
 For each program (the demo's MLP training step, and the gradient of a
 transformer block) it prints encode/decode time and bytes of .jaxpb, the time
 of re-tracing with jax.make_jaxpr (caches cleared, as in a fresh process),
 jax.export's serialize/deserialize time and bytes, pickle of the decoded
 ClosedJaxpr (which goes through .jaxpb), and the ratios between them.
+
+Then a chain of elementwise eqns at each size of --eqns: eqns per second of
+`jp.dumps` and of `jp.loads(typecheck=False)`, and the time per eqn against
+the smallest size (linear scaling is 1.0x). With --big-gib, a program closing
+over a constant of that many GiB: `jp.save` and `jp.load` each in a fresh
+process, their time and peak resident memory (ru_maxrss) above the data.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import pickle
 import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
 import time
 
 import jax
@@ -100,6 +111,7 @@ def bench(name, fn, args, repeat):
   print(f"  jax.export    serial {ms(t_ser)}   deser  {ms(t_deser)}   {len(ser):8d} bytes")
   print(f"  pickle        dumps  {ms(t_pdump)}   loads  {ms(t_pload)}   {len(pdata):8d} bytes")
   print(f"  ratios: re-trace/decode {t_trace / t_dec:6.1f}x (trusted {t_trace / t_dec_trusted:5.1f}x)   "
+        f"(dumps+loads)/(export serialize+deserialize) {(t_enc + t_dec) / (t_ser + t_deser):5.1f}x   "
         f"export-deser/decode {t_deser / t_dec:6.2f}x   "
         f"export-bytes/jaxpb-bytes {len(ser) / len(data):5.2f}x   "
         f"pickle-bytes/jaxpb-bytes {len(pdata) / len(data):5.2f}x")
@@ -119,13 +131,90 @@ def _all_eqns(jaxpr):
           yield from _all_eqns(x)
 
 
+def chain(n: int, lanes: int = 128):
+  """A ClosedJaxpr of n elementwise eqns (sin, cos, neg, in turn) in `lanes`
+  dependent chains (one chain of a million would be beyond what the checks
+  let through: XLA compiles chains of at most check.bounds.MAX_CHAIN), built
+  from one traced step: tracing a million eqns would dominate."""
+  from jax.extend.core import ClosedJaxpr, Var
+  step = jax.make_jaxpr(lambda x: -jnp.cos(jnp.sin(x)))(jnp.float32(0)).jaxpr
+  heads = [step.invars[0]] * min(lanes, n)
+  eqns = []
+  for k in range(n):
+    lane = k % len(heads)
+    y = Var(heads[lane].aval)
+    eqns.append(step.eqns[(k // len(heads)) % 3].replace(invars=[heads[lane]], outvars=[y]))
+    heads[lane] = y
+  return ClosedJaxpr(step.replace(outvars=heads, eqns=eqns), ())
+
+
+def bench_eqns(sizes, repeat):
+  print("\n== chains of elementwise eqns (jp.dumps; jp.loads(typecheck=False))")
+  base = None
+  for n in sizes:
+    cj = chain(n)
+    r = repeat if n <= 100_000 else 1
+    t_enc, _, data = _best(lambda: jp.dumps(cj), r)
+    t_dec, _, cj2 = _best(lambda: jp.loads(data, typecheck=False), r)
+    assert len(cj2.jaxpr.eqns) == n
+    per = (t_enc / n, t_dec / n)
+    base = base or per
+    print(f"  {n:>9,} eqns: dumps {n / t_enc:>9,.0f} eqns/s   loads {n / t_dec:>9,.0f} eqns/s   "
+          f"{len(data) / n:5.1f} bytes/eqn   time per eqn vs {sizes[0]:,}: "
+          f"dumps {per[0] / base[0]:4.2f}x, loads {per[1] / base[1]:4.2f}x")
+
+
+_BIG = textwrap.dedent("""
+    import resource, sys, time
+    import numpy as np, jax, jax.numpy as jnp
+    import jaxpr_proto as jp
+    path, what, nbytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    with open("/proc/self/statm") as f:  # resident now, after importing JAX
+      base = int(f.read().split()[1]) * resource.getpagesize()
+    t = time.perf_counter()
+    if what == "save":
+      w = jnp.ones(nbytes // 4, jnp.float32)  # the data, once
+      cj = jax.make_jaxpr(lambda x: x + w[:4])(np.zeros(4, np.float32))
+      t = time.perf_counter()
+      jp.save(cj, path)
+    else:
+      cj = jp.load(path)
+    print(time.perf_counter() - t, base, peak())
+""")
+
+
+def bench_big(gib: float):
+  nbytes = int(gib * 2**30) // 4 * 4
+  print(f"\n== a program closing over a {gib} GiB constant (each step in a fresh process)")
+  with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "big.jaxpb")
+    for what in ("save", "load"):
+      r = subprocess.run([sys.executable, "-c", _BIG, path, what, str(nbytes)],
+                         capture_output=True, text=True, check=True)
+      t, base, peak = r.stdout.split()
+      print(f"  jp.{what}: {float(t):6.2f} s   peak resident {int(peak) / 2**30:5.2f} GiB "
+            f"({(int(peak) - int(base)) / 2**30:5.2f} GiB above the process after importing JAX; "
+            f"the data is {nbytes / 2**30:.2f} GiB)")
+    files = sorted(os.listdir(d))
+    print("  files: " + ", ".join(f"{f} {os.path.getsize(os.path.join(d, f)):,} bytes" for f in files))
+
+
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--repeat", type=int, default=7)
+  ap.add_argument("--eqns", default="1000,10000,100000,1000000",
+                  help="sizes of the eqn-chain rows, comma-separated ('' for none)")
+  ap.add_argument("--big-gib", type=float, default=0.0,
+                  help="also save and load a program with a constant of this many GiB")
   args = ap.parse_args(argv)
   print(f"jax {jax.__version__}, backend {jax.default_backend()}, best of {args.repeat}")
   for name, fn, fargs in (demo_program(), transformer_block_grad()):
     bench(name, fn, fargs, args.repeat)
+  if args.eqns:
+    bench_eqns([int(n) for n in args.eqns.split(",")], args.repeat)
+  if args.big_gib:
+    bench_big(args.big_gib)
 
 
 if __name__ == "__main__":
