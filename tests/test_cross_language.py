@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 
+import jax
 import pytest
 from google.protobuf import json_format
 
@@ -49,7 +50,17 @@ def jaxpb_files(tmp_path_factory):
     jp.save(traced(name), out[name])
   out["demo"] = d / "demo.jaxpb"
   jp.save(_demo_program(), out["demo"])
+  out["external_data"] = d / "external_data.jaxpb"  # its 4 MiB constant in a data file
+  jp.save(_external_data_program(), out["external_data"])
+  assert (d / "external_data.jaxpb.data").is_file()
   return out
+
+
+def _external_data_program():
+  import jax.numpy as jnp
+  import numpy as np
+  w = np.arange(1 << 20, dtype=np.float32)
+  return jax.make_jaxpr(lambda x: jnp.sin(x) * jnp.asarray(w)[:3].sum())(jnp.ones(3))
 
 
 def python_view(path) -> dict:
@@ -65,7 +76,7 @@ def _prim_name(p: dict) -> str:
 _buf = helpers.buf
 
 
-NAMES = sorted(PROGRAMS) + ["demo"]
+NAMES = sorted(PROGRAMS) + ["demo", "external_data"]
 
 
 # --- Go: buf convert -----------------------------------------------------------------
