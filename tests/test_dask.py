@@ -2,6 +2,7 @@
 dask.distributed LocalCluster through plain `client.submit` (Dask's own
 pickling), run there under jit, and compared with a local run."""
 import os
+import pickle
 import subprocess
 import sys
 
@@ -225,3 +226,18 @@ def test_stages_example(client):
   assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
   assert "OK" in res.stdout.split()
   assert "on 2 worker(s)" in res.stdout
+
+
+def test_big_constant_travels_out_of_band(client, workers):
+  """A program closing over a 16 MiB constant: Dask carries it as a pickle
+  protocol 5 buffer beside the message, and the worker runs it bit for bit."""
+  w = np.random.default_rng(1).standard_normal((4, 1 << 20)).astype(np.float32)
+  fn = lambda x: jnp.tanh(x @ jnp.asarray(w)).sum()
+  x = jnp.linspace(-1, 1, 4, dtype=jnp.float32)
+  cj = jax.make_jaxpr(fn)(x)
+  buffers = []
+  pickle.dumps(cj, protocol=5, buffer_callback=buffers.append)
+  assert sum(memoryview(b).nbytes for b in buffers) == w.nbytes  # out of band
+  want = np.asarray(run_jaxpr(cj, x)[0])
+  got = client.submit(run_jaxpr, cj, x, workers=[workers[0]], pure=False).result()
+  assert np.asarray(got[0]).tobytes() == want.tobytes()
