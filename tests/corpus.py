@@ -2196,6 +2196,17 @@ _add("emb_lookup_softmax_xent", emb_lookup_softmax_xent,
      notes="embedding gather -> scatter-add in grad")
 
 
+_BIG_TABLE = np.linspace(-1.0, 1.0, 1 << 18, dtype=np.float32).reshape(512, 512)  # 1 MiB
+
+
+def big_constant(x):
+  return jnp.tanh(x @ jnp.asarray(_BIG_TABLE)).sum(-1)
+
+
+_add("big_constant", big_constant, (_uniform(911, (4, 512)),),
+     notes="closes over a 1 MiB constant, which jp.save stores in a data file (format 1.2)")
+
+
 # ---------------------------------------------------------------------------
 
 assert len(PROGRAMS) >= 65, len(PROGRAMS)

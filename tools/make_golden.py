@@ -139,11 +139,14 @@ def write_corpus(out: pathlib.Path, names=None, debug_info=True, log=print):
     except Exception as e:
       skipped[p.name] = f"trace: {type(e).__name__}: {e}"[:300]
       continue
+    path = out / f"{p.name}.jaxpb"
     try:
-      data = jp.dumps(cj, debug_info=debug_info)
-      jp.loads(data)  # only files this version can read back
+      jp.save(cj, path, debug_info=debug_info)  # big constants: a data file beside it
+      data = path.read_bytes()
+      jp.load(path)  # only files this version can read back
     except Exception as e:
       skipped[p.name] = f"jaxpr_proto: {type(e).__name__}: {e}"[:300]
+      _discard(path)
       continue
     entry = {"sha256": hashlib.sha256(data).hexdigest(), "symbolic": p.symbolic is not None}
     ins, outs, in_desc, out_desc = [], [], [], []
@@ -160,9 +163,9 @@ def write_corpus(out: pathlib.Path, names=None, debug_info=True, log=print):
         save_npz(out / f"{p.name}.npz", ins, in_desc, outs, out_desc)
       except Exception as e:
         skipped[p.name] = f"evaluate: {type(e).__name__}: {e}"[:300]
+        _discard(path)
         continue
     entry["inputs"], entry["outputs"] = in_desc, out_desc
-    files.write_atomic(out / f"{p.name}.jaxpb", data)
     entries[p.name] = entry
     log(f"{p.name}: {len(data)} bytes, {time.time() - t0:.1f}s")
   manifest = {
@@ -212,6 +215,12 @@ def compare(got, want, descs, rtol=1e-4, atol=1e-5) -> str | None:
   return None
 
 
+def _discard(path: pathlib.Path) -> None:
+  """Removes a program's files (the .jaxpb and its data file)."""
+  for f in (path, path.with_name(path.name + ".data")):
+    f.unlink(missing_ok=True)
+
+
 def verify_dir(d: pathlib.Path, names=None, run=True) -> dict:
   """Loads, checks and (with `run`) runs every program of a golden directory;
   returns {name: "ok" or the problem}, plus "_meta"."""
@@ -226,15 +235,15 @@ def verify_dir(d: pathlib.Path, names=None, run=True) -> dict:
 
 
 def _verify_one(d, name, entry, run) -> str:
-  data = (d / f"{name}.jaxpb").read_bytes()
-  if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+  path = d / f"{name}.jaxpb"
+  if hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
     return "file changed (sha256 differs from MANIFEST.json)"
   try:
-    cj = jp.loads(data)
+    cj = jp.load(path)  # with its data file, where it has one
   except Exception as e:
     return f"load: {type(e).__name__}: {e}"[:500]
   try:
-    report = jp.check(data)
+    report = jp.check(path)
   except Exception as e:
     return f"check raised {type(e).__name__}: {e}"[:500]
   if not report.ok:

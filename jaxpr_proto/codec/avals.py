@@ -65,6 +65,11 @@ def _encode_shaped_array(enc, a, path) -> pb.ShapedArray:
 
 def _decode_shaped_array(dec, msg: pb.ShapedArray, path: str):
   dtype = decode_dtype(msg.dtype, msg.key_impl, path)
+  if not jax.dtypes.issubdtype(dtype, jax.dtypes.extended) and jax.dtypes.canonicalize_dtype(dtype) != dtype:
+    # Without x64, JAX turns a float64 input into float32 at the jit boundary,
+    # and lowering then meets a float64 variable holding float32.
+    raise DecodeError(f"the program uses {dtype}, which needs 64-bit types: enable "
+                      "jax_enable_x64 (JAX_ENABLE_X64=1) before loading it", path)
   shape = tuple(_decode_dim(dec, d, path) for d in msg.shape)
   try:
     ms = _MS_INV[msg.memory_space]
