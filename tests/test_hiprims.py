@@ -84,3 +84,17 @@ def test_functions_that_do_not_fit_are_refused(change, message):
   data = jp.dumps(cj.replace(jaxpr=cj.jaxpr.replace(eqns=[eqn.replace(params={"_prim": bad})])))
   with pytest.raises(jp.DecodeError, match=message):
     jp.loads(data)
+
+
+def test_function_names_are_a_declared_feature(monkeypatch):
+  """The function params keep their names in a field a 1.1 reader lacks:
+  the file says so (format 1.2, feature function_names), and a reader
+  without the feature refuses it by that name."""
+  from jaxpr_proto.wire import files, versions
+  data = jp.dumps(jax.make_jaxpr(root_with_aux)(X))
+  m = files.parse(data)
+  assert "function_names" in m.required_features
+  assert (m.format_version.major, m.format_version.minor) == (1, 2)
+  monkeypatch.setattr(versions, "SUPPORTED_FEATURES", versions.SUPPORTED_FEATURES - {"function_names"})
+  with pytest.raises(jp.VersionError, match="function_names"):
+    jp.loads(data)

@@ -38,6 +38,11 @@ def register(fields_of, owns, build) -> None:
   EXTENSIONS.append(Extension(fields_of, owns, build))
 
 
+# Fields added after their codec, which an older reader refuses: a file that
+# writes one lists the feature in Module.required_features (wire.versions).
+_FIELD_FEATURES = {("jax::function", "name"): "function_names"}
+
+
 def encode(enc, v, path) -> pb.Extension | None:
   """The Extension message of `v`, or None when no extension writes it."""
   for e in EXTENSIONS:
@@ -49,6 +54,9 @@ def encode(enc, v, path) -> pb.Extension | None:
       out = pb.Extension(codec=name)
       for f, x in fields:
         out.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))
+        feature = _FIELD_FEATURES.get((name, f))
+        if feature:
+          enc.state.features.add(feature)
       return out
   return None
 

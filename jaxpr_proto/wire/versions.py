@@ -39,6 +39,10 @@ FEATURES: dict[str, int] = {
     # .jaxpb (or a pickle's out-of-band buffers). An older reader would
     # read such an array as empty.
     "external_data": 2,
+    # 1.2: the optional `name` field of a jax::function extension (a HiJAX
+    # primitive's function param, so that JAX prints it as the original).
+    # A 1.1 reader refuses the field; this says why, and by name.
+    "function_names": 2,
 }
 SUPPORTED_FEATURES: frozenset[str] = frozenset(FEATURES)
 
