@@ -337,3 +337,16 @@ def test_peak_memory_of_a_256_mib_constant(tmp_path):
     assert r.returncode == 0, r.stderr
     base, peak = map(int, r.stdout.split())
     assert peak - base <= 512 * MiB, f"{what}: peak {peak - base >> 20} MiB above the baseline"
+
+
+def test_saved_function_with_a_big_constant(tmp_path):
+  rng = np.random.default_rng(2)
+  w = rng.standard_normal((8, MiB // 8)).astype(np.float32)  # 4 MiB
+  fn = jp.trace(lambda p, x: {"y": jnp.tanh(x @ jnp.asarray(w)).sum() * p["s"]})(
+      {"s": jnp.float32(2)}, jnp.ones(8, jnp.float32))
+  jp.save(fn, tmp_path / "f.jaxpb")
+  assert (tmp_path / "f.jaxpb.data").stat().st_size == w.nbytes
+  fn2 = jp.load(tmp_path / "f.jaxpb")
+  assert isinstance(fn2, jp.Function)
+  args = ({"s": jnp.float32(3)}, jnp.linspace(0, 1, 8, dtype=jnp.float32))
+  assert np.asarray(fn2(*args)["y"]).tobytes() == np.asarray(fn(*args)["y"]).tobytes()
