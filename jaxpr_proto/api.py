@@ -8,6 +8,7 @@ from jaxpr_proto.check import checker, loading
 from jaxpr_proto.codec import encoder
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import external as _external
+from jaxpr_proto.wire import files
 from jaxpr_proto.wire.files import parse, write_atomic
 
 
@@ -58,19 +59,27 @@ def save(closed_jaxpr, path, *, debug_info: bool = True,
   constants of any size save (a message cannot pass 2 GiB) and `load` maps
   them without a copy. A program without such arrays is one file.
   """
+  save_as(closed_jaxpr, path, files.BINARY, debug_info=debug_info,
+          external_min_bytes=external_min_bytes)
+
+
+def save_as(closed_jaxpr, path, form: str, *, debug_info: bool = True,
+            external_min_bytes: int = _external.MIN_BYTES) -> int:
+  """`save` in one of the file forms (files.BINARY, TEXT, JSON), the data
+  file included; returns the size of the message's file. The data file is
+  renamed into place first, then the message's file: a reader in between
+  sees the old message with the new data, which its checksums refuse."""
   path = os.fspath(path)
   sink = _external.DataFile(path + _external.DATA_SUFFIX, external_min_bytes)
   try:
-    m = encode(closed_jaxpr, debug_info=debug_info, out_of_line=sink)
-    data = m.SerializeToString(deterministic=True)
+    data = files.to_bytes(encode(closed_jaxpr, debug_info=debug_info, out_of_line=sink), form)
   except BaseException:
     sink.discard()
     raise
   if sink.used:
     sink.commit()
-  else:
-    sink.discard()
   write_atomic(path, data)
+  return len(data)
 
 
 def load(path, *, typecheck: bool = True, verify: bool = True):
@@ -83,15 +92,21 @@ def load(path, *, typecheck: bool = True, verify: bool = True):
   path = os.fspath(path)
   with open(path, "rb") as f:
     m = parse(f.read())
-  return decode(m, typecheck=typecheck,
-                external=_external.Folder(os.path.dirname(path), verify=verify))
+  # The folder of the file itself, where `path` is a symlink to it.
+  folder = os.path.dirname(os.path.realpath(path))
+  return decode(m, typecheck=typecheck, external=_external.Folder(folder, verify=verify))
 
 
-def check(x, *, raise_on_error: bool = False, max_errors: int = 200) -> checker.CheckReport:
+def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
+          external=None) -> checker.CheckReport:
   """Checks a .jaxpb: bytes, a Module, a file path, or a ClosedJaxpr /
   jp.Function (encoded first). Returns a CheckReport listing every problem as
   (path, message); with raise_on_error, raises a CheckError instead of
-  returning a failed report. A file that cannot be read raises OSError."""
+  returning a failed report. A file that cannot be read raises OSError.
+  A file's external arrays are read from its folder (and their checksums
+  checked); for bytes or a Module, from `external` (a folder, as `decode`)."""
   if isinstance(x, (compat.ClosedJaxpr, function.Function)):
     x = encode(x)
-  return checker.check(x, raise_on_error=raise_on_error, max_errors=max_errors)
+  if isinstance(external, (str, os.PathLike)):
+    external = _external.Folder(external)
+  return checker.check(x, raise_on_error=raise_on_error, max_errors=max_errors, source=external)

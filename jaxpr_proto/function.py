@@ -114,7 +114,8 @@ def _load_function(data) -> Function:
   """Unpickles a Function (jaxpr_proto.pickling writes its .jaxpb bytes, or
   an external.Parts with its big arrays)."""
   message, source = external.message_and_source(data)
-  f = decode_function(files.parse(message), source=source)
+  digest = data.digest() if isinstance(data, external.Parts) else None
+  f = decode_function(files.parse(message), source=source, digest=digest)
   if not isinstance(f, Function):
     raise TypeError(f"the pickle holds a {type(f).__name__}, not a Function")
   return f
@@ -199,7 +200,12 @@ def encode_function(f: Function, *, debug_info: bool = True, out_of_line=None) -
   return m
 
 
-def decode_function(m: pb.Module, *, typecheck: bool = True, source=None) -> Function:
+def decode_function(m: pb.Module, *, typecheck: bool = True, source=None,
+                    digest: bytes | None = None) -> Function:
+  """`digest` names the program for the jit cache: by default the message's
+  SHA-256, which covers external arrays through their checksums; a pickle's
+  buffers have none, so the unpickler passes one of message and buffers."""
   _, cj, (in_tree, out_tree) = loading.decode(m, typecheck=typecheck, source=source)
-  digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
+  if digest is None:
+    digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
   return Function(cj, in_tree, out_tree, m.function.name, _digest=digest)

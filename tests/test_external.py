@@ -191,7 +191,7 @@ def test_symlinks_out_of_the_folder_are_refused(tmp_path):
   for location in ("link", "dir/secret", "inside"):
     ext.location = location
     (inner / "m.jaxpb").write_bytes(m.SerializeToString())
-    with pytest.raises(jp.DecodeError, match="symlink|Not a directory|cannot open") as e:
+    with pytest.raises(jp.DecodeError, match="symlink|Not a directory|cannot open|not a regular file") as e:
       jp.load(inner / "m.jaxpb")
     assert location in str(e.value)
 
@@ -239,9 +239,12 @@ def test_resave_replaces_the_data_file(tmp_path):
   cj, x = _program()
   path = tmp_path / "m.jaxpb"
   jp.save(cj, path)
-  cj_other = jax.make_jaxpr(lambda x: x * jnp.arange(MiB, dtype=jnp.float32)[:4].sum())(x)
+  big = np.linspace(0, 1, MiB // 2, dtype=np.float32)
+  cj_other = jax.make_jaxpr(lambda x: x * jnp.asarray(big).reshape(4, -1).sum(1))(x)
+  jp.save(cj_other, path)  # another program, another data file, same names
+  assert (tmp_path / "m.jaxpb.data").stat().st_size == big.nbytes
+  assert _run(jp.load(path), x).tobytes() == _run(cj_other, x).tobytes()
   jp.save(cj, path)
-  jp.save(cj_other, tmp_path / "o.jaxpb")
   assert _run(jp.load(path), x).tobytes() == _run(cj, x).tobytes()
   assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]  # no temp files left
 
@@ -318,8 +321,8 @@ _MEMORY = textwrap.dedent("""
       cj = jax.make_jaxpr(lambda x: x + w.sum())(np.float32(1))
       jp.save(cj, path)
     else:
-      cj = jp.load(path)
-      jax.block_until_ready(jax.jit(jax.extend.core.jaxpr_as_fun(cj))(np.float32(1)))
+      cj = jp.load(path)  # checks every byte's SHA-256, so all of it is read
+      assert sum(np.asarray(c).nbytes for c in cj.consts) >= 256 * MiB
     print(base, peak())
 """)
 
@@ -350,3 +353,35 @@ def test_saved_function_with_a_big_constant(tmp_path):
   assert isinstance(fn2, jp.Function)
   args = ({"s": jnp.float32(3)}, jnp.linspace(0, 1, 8, dtype=jnp.float32))
   assert np.asarray(fn2(*args)["y"]).tobytes() == np.asarray(fn(*args)["y"]).tobytes()
+
+
+def test_names_with_colons_symlinked_files_and_the_cli(tmp_path):
+  """A timestamped name saves and loads; a .jaxpb reached through a symlink
+  finds its data file beside the real one; `convert` to another folder
+  copies the data file; `trace -o` writes one; jp.check takes the folder."""
+  cj, x = _program()
+  path = tmp_path / "run-12:30.jaxpb"
+  jp.save(cj, path)
+  assert _run(jp.load(path), x).tobytes() == _run(cj, x).tobytes()
+  (tmp_path / "link").mkdir()
+  os.symlink(path, tmp_path / "link" / "current.jaxpb")
+  assert str(jp.load(tmp_path / "link" / "current.jaxpb")) == str(cj)
+  assert jp.check(path.read_bytes(), external=tmp_path).ok
+  out = tmp_path / "elsewhere" / "c.txtpb"
+  out.parent.mkdir()
+  env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+  r = subprocess.run([sys.executable, "-m", "jaxpr_proto", "convert", str(path), str(out)],
+                     capture_output=True, text=True, env=env)
+  assert r.returncode == 0, r.stderr
+  assert (out.parent / "run-12:30.jaxpb.data").is_file()
+  r = subprocess.run([sys.executable, "-m", "jaxpr_proto", "check", str(out)],
+                     capture_output=True, text=True, env=env)
+  assert r.returncode == 0, r.stderr + r.stdout
+
+
+def test_a_constant_used_twice_is_stored_once():
+  w = np.arange(MiB // 4, dtype=np.float32)
+  cj = jax.make_jaxpr(lambda x: (x + w).sum() * (x * w).sum())(jnp.ones(MiB // 4, jnp.float32))
+  sink = external.PickleBuffers()
+  jp.encode(cj, out_of_line=sink)
+  assert len(sink.buffers) <= 1

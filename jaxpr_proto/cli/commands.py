@@ -78,8 +78,26 @@ def cmd_convert(args) -> int:
     m = read_module(args.input, progress)
     progress.stage(f"writing {os.path.basename(args.output)}")
     size = files.write_module(m, args.output, dst_form)
+    copied = _copy_data_files(m, args.input, args.output)
   _out(f"{args.input} ({src_form}) -> {args.output} ({dst_form}, {size:,} bytes)")
+  for name in copied:
+    _out(f"  with its data file {name}")
   return EXIT_OK
+
+
+def _copy_data_files(m, src, dst) -> list[str]:
+  """The data files of `m`'s external arrays, copied beside `dst` when it is
+  in another folder (the locations stay as they are: relative names)."""
+  src_dir, dst_dir = (os.path.dirname(os.path.abspath(p)) for p in (src, dst))
+  locations = info.external_data(m)
+  if src_dir == dst_dir or not locations:
+    return []
+  import shutil
+  for loc in locations:
+    external.check_location(loc, "")
+    os.makedirs(os.path.dirname(os.path.join(dst_dir, loc)), exist_ok=True)
+    shutil.copyfile(os.path.join(src_dir, loc), os.path.join(dst_dir, loc), follow_symlinks=False)
+  return sorted(locations)
 
 
 def cmd_load(args) -> int:
@@ -242,13 +260,12 @@ def cmd_trace(args) -> int:
   cj = jax.make_jaxpr(fn)(*specs)
   t_trace = time.perf_counter() - t0
   t0 = time.perf_counter()
-  m = jaxpr_proto.encode(cj, debug_info=not args.no_debug_info)
+  size = jaxpr_proto.api.save_as(cj, args.output, out_form, debug_info=not args.no_debug_info)
   t_encode = time.perf_counter() - t0
-  size = files.write_module(m, args.output, out_form)
   top, total, _ = eqn_counts(cj)
   _out(f"traced {args.target}({avals_str(cj.in_avals)}) -> {avals_str(cj.out_avals)}")
   _out(f"  {top} eqns ({total} including sub-jaxprs); make_jaxpr {ms(t_trace)}, "
-       f"encode {ms(t_encode)}")
+       f"encode and write {ms(t_encode)}")
   _out(f"wrote {args.output} ({out_form}, {size:,} bytes)")
   return EXIT_OK
 

@@ -62,11 +62,12 @@ _TYPED_SCALAR_BUFFERS = {pb.ARRAY_KIND_TYPED_INT: np.dtype("<i8"),
 MAX_INLINE_BYTES = (1 << 31) - (64 << 20)
 
 
-def too_big(nbytes: int, path: str) -> EncodeError:
-  return EncodeError(
-      f"{nbytes / 2**30:.1f} GiB of array data do not fit in one protobuf message "
-      "(2 GiB at most): save the program with jp.save(program, path), which stores "
-      "big arrays in a data file beside the .jaxpb", path)
+def too_big(nbytes: int, path: str, saving: bool = False) -> EncodeError:
+  how = ("give jp.save a smaller external_min_bytes, so that more arrays go to its data file"
+         if saving else "save the program with jp.save(program, path), which stores "
+         "big arrays in a data file beside the .jaxpb")
+  return EncodeError(f"{nbytes / 2**30:.1f} GiB of array data do not fit in one protobuf "
+                     f"message (2 GiB at most): {how}", path)
 
 
 def encode_array(x, kind: int, path: str, out_of_line=None) -> pb.Array:
@@ -99,10 +100,10 @@ def encode_array(x, kind: int, path: str, out_of_line=None) -> pb.Array:
     if x.dtype.byteorder == ">":
       x = x.byteswap().view(x.dtype.newbyteorder("<"))
     data = x.reshape(-1).view(np.uint8)  # the array's own memory: no copy
-  if out_of_line is not None and data.nbytes >= out_of_line.min_bytes:
+  if out_of_line is not None and out_of_line.takes(data.nbytes):
     out.external.CopyFrom(out_of_line.put(data))
   elif data.nbytes > MAX_INLINE_BYTES:
-    raise too_big(data.nbytes, path)
+    raise too_big(data.nbytes, path, saving=out_of_line is not None)
   else:
     out.data = data.tobytes()
   return out

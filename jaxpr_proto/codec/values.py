@@ -150,7 +150,7 @@ def _encode_array(kind):
       st.features.add(external.FEATURE)
     st.inline_bytes += len(msg.data)
     if st.inline_bytes > arrays.MAX_INLINE_BYTES:
-      raise arrays.too_big(st.inline_bytes, path)
+      raise arrays.too_big(st.inline_bytes, path, saving=st.out_of_line is not None)
     return pb.Value(array=msg)
   return encode
 

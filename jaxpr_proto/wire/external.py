@@ -21,11 +21,12 @@ import errno
 import hashlib
 import mmap
 import os
+import re
 import stat
 
 import numpy as np
 
-from jaxpr_proto.errors import DecodeError
+from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 ALIGN = 64  # of each array in a data file: what XLA needs to use it in place
@@ -46,28 +47,43 @@ def _sha256(view) -> bytes:
 # reference cycle (a traceback's frames), which numpy views never are.
 
 class Sink:
-  """Where an encoder puts the bytes of arrays of at least `min_bytes`."""
+  """Where an encoder puts the bytes of arrays of at least `min_bytes` (and
+  of one byte at least). An array that is put again (the same memory, as a
+  constant used by several eqns) is stored once."""
   min_bytes = MIN_BYTES
+
+  def takes(self, nbytes: int) -> bool:
+    return nbytes >= max(self.min_bytes, 1)
 
   def put(self, data: np.ndarray) -> pb.ExternalData:
     """Takes `data` (1-D uint8, the array's own memory) -> where it went."""
+    key = (data.__array_interface__["data"][0], data.nbytes)
+    seen = self.__dict__.setdefault("_seen", {})
+    if key not in seen:
+      seen[key] = (self._store(data), data)  # data kept: its address stays its own
+    return seen[key][0]
+
+  def _store(self, data) -> pb.ExternalData:
     raise NotImplementedError
 
 
 class DataFile(Sink):
-  """Appends arrays to a data file, written under a temp name in the same
-  folder; `commit` renames it into place (`files.write_atomic` does the
-  .jaxpb after it), `discard` removes it."""
+  """Appends arrays to a data file, written under a hidden temp name in the
+  same folder, made at the first array; `commit` renames it into place
+  (`api.save` writes the .jaxpb after it), `discard` removes it."""
 
   def __init__(self, path, min_bytes: int = MIN_BYTES):
     self.path = os.fspath(path)
     self.location = os.path.basename(self.path)
+    check_location(self.location, "", error=EncodeError)
     self.min_bytes = min_bytes
-    self.tmp = f"{self.path}.tmp-{os.urandom(8).hex()}"
-    self._f = open(self.tmp, "wb")
+    self.tmp = os.path.join(os.path.dirname(self.path) or ".", f".tmp-{os.urandom(8).hex()}.data")
+    self._f = None
     self._size = 0
 
-  def put(self, data):
+  def _store(self, data):
+    if self._f is None:
+      self._f = open(self.tmp, "wb")
     pad = -self._size % ALIGN
     if pad:
       self._f.write(b"\0" * pad)
@@ -80,15 +96,21 @@ class DataFile(Sink):
 
   @property
   def used(self) -> bool:
-    return self._size > 0
+    return self._f is not None
 
   def commit(self) -> None:
-    self._f.flush()
-    os.fsync(self._f.fileno())
-    self._f.close()
-    os.replace(self.tmp, self.path)
+    try:
+      self._f.flush()
+      os.fsync(self._f.fileno())
+      self._f.close()
+      os.replace(self.tmp, self.path)
+    except BaseException:
+      self.discard()
+      raise
 
   def discard(self) -> None:
+    if self._f is None:
+      return
     self._f.close()
     try:
       os.unlink(self.tmp)
@@ -103,7 +125,7 @@ class PickleBuffers(Sink):
     self.min_bytes = min_bytes
     self.buffers: list[np.ndarray] = []
 
-  def put(self, data):
+  def _store(self, data):
     self.buffers.append(data)
     # No checksum: the buffers travel with the message, in one stream.
     return pb.ExternalData(location=f"{PICKLE_PREFIX}{len(self.buffers) - 1}",
@@ -160,7 +182,7 @@ class Buffers(Source):
   def view(self, ext, path):
     loc = ext.location
     k = loc[len(PICKLE_PREFIX):] if loc.startswith(PICKLE_PREFIX) else ""
-    if not k.isdigit() or int(k) >= len(self.buffers):
+    if not re.fullmatch(r"[0-9]{1,9}", k) or int(k) >= len(self.buffers):
       raise DecodeError(f"no pickle buffer {loc!r}", path)
     b = np.frombuffer(self.buffers[int(k)], np.uint8)
     if ext.offset != 0 or ext.length != b.nbytes:
@@ -192,7 +214,7 @@ class Folder(Source):
     if ext.length == 0:
       return np.zeros(0, np.uint8)
     view = np.frombuffer(mm, np.uint8, ext.length, ext.offset)
-    key = (ext.location, ext.offset, ext.length)
+    key = (ext.location, ext.offset, ext.length, ext.sha256)
     if self.verify and key not in self._verified:
       if _sha256(view) != ext.sha256:
         raise DecodeError(f"the bytes in {ext.location!r} at {ext.offset} do not match their "
@@ -206,20 +228,25 @@ class Folder(Source):
     return self._maps[location]
 
 
-def check_location(location: str, path: str) -> list[str]:
-  """The plain names of a location, or a DecodeError saying why it is not one."""
+def check_location(location: str, path: str, error=DecodeError) -> list[str]:
+  """The plain names of a location, or an error saying why it is not one (a
+  drive letter or a pickle buffer's name is not a file's)."""
   parts = location.split("/")
   if (not location or "\\" in location or "\0" in location or location.startswith("/")
-      or any(p in ("", ".", "..") for p in parts) or ":" in parts[0]):
-    raise DecodeError(f"external data location {location!r} is not a relative path "
-                      "inside the folder of the .jaxpb", path)
+      or any(p in ("", ".", "..") for p in parts) or re.match(r"[A-Za-z]:", location)
+      or location.startswith(PICKLE_PREFIX)):
+    raise error(f"external data location {location!r} is not a relative path "
+                "inside the folder of the .jaxpb", path)
   return parts
 
 
 def _map_file(folder: str, location: str, path: str):
   """A read-only mapping of folder/location (None for an empty file)."""
   parts = check_location(location, path)
-  nofollow = getattr(os, "O_NOFOLLOW", 0)
+  if os.open not in os.supports_dir_fd or not hasattr(os, "O_NOFOLLOW"):
+    raise DecodeError("external data needs a system whose open() takes a folder and refuses "
+                      "symlinks (POSIX); this one cannot read it safely", path)
+  nofollow = os.O_NOFOLLOW
   cloexec = getattr(os, "O_CLOEXEC", 0)
   fd = None
   try:
@@ -230,7 +257,12 @@ def _map_file(folder: str, location: str, path: str):
                       dir_fd=dir_fd)
         os.close(dir_fd)
         dir_fd = nxt
-      # O_NONBLOCK: opening a FIFO must not wait for a writer.
+      st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+      if stat.S_ISLNK(st.st_mode):
+        raise DecodeError(f"external data {location!r} is a symlink", path)
+      if not stat.S_ISREG(st.st_mode):  # never open a device or a FIFO
+        raise DecodeError(f"external data {location!r} is not a regular file", path)
+      # O_NONBLOCK: opening a FIFO swapped in meanwhile must not wait for a writer.
       fd = os.open(parts[-1], os.O_RDONLY | nofollow | cloexec | getattr(os, "O_NONBLOCK", 0),
                    dir_fd=dir_fd)
     finally:
@@ -238,14 +270,11 @@ def _map_file(folder: str, location: str, path: str):
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
       raise DecodeError(f"external data {location!r} is not a regular file", path)
-    return mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else None
-  except OSError as e:
-    why = "it is a symlink" if e.errno == errno.ELOOP else e.strerror
+    return mmap.mmap(fd, st.st_size, access=mmap.ACCESS_READ) if st.st_size else None
+  except (OSError, ValueError) as e:  # ValueError: the file shrank under mmap
+    why = "it is a symlink" if getattr(e, "errno", None) == errno.ELOOP else getattr(e, "strerror", str(e))
     raise DecodeError(f"cannot open external data {location!r} in {folder!r}: {why}", path) from None
   finally:
     if fd is not None:
       os.close(fd)
 
-
-def uses_external(m: pb.Module) -> bool:
-  return FEATURE in m.required_features
