@@ -308,22 +308,33 @@ def test_cli_reads_external_arrays(tmp_path):
 # --- memory ----------------------------------------------------------------------
 
 _MEMORY = textwrap.dedent("""
-    import resource, sys
+    import resource, sys, threading, time
     import numpy as np, jax, jax.numpy as jnp
     import jaxpr_proto as jp
     MiB = 1 << 20
-    def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    def rss():  # resident now
+      with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
     path, what = sys.argv[1], sys.argv[2]
-    with open("/proc/self/statm") as f:  # resident now, after importing JAX
-      base = int(f.read().split()[1]) * resource.getpagesize()
-    if what == "save":
-      w = jnp.ones(256 * MiB // 4, jnp.float32)  # the data, once
+    base = rss()  # after importing JAX, before the data
+    if what == "save":  # (tracing may copy the data; only the save is watched)
+      w = jnp.ones(256 * MiB // 4, jnp.float32)
       cj = jax.make_jaxpr(lambda x: x + w.sum())(np.float32(1))
+    peak, done = [rss()], []
+    def watch():
+      while not done:
+        peak.append(rss())
+        time.sleep(0.001)
+    t = threading.Thread(target=watch)
+    t.start()
+    if what == "save":
       jp.save(cj, path)
     else:
       cj = jp.load(path)  # checks every byte's SHA-256, so all of it is read
       assert sum(np.asarray(c).nbytes for c in cj.consts) >= 256 * MiB
-    print(base, peak())
+    done.append(1)
+    t.join()
+    print(base, max(peak + [rss()]))
 """)
 
 

@@ -165,22 +165,33 @@ def bench_eqns(sizes, repeat):
 
 
 _BIG = textwrap.dedent("""
-    import resource, sys, time
+    import resource, sys, threading, time
     import numpy as np, jax, jax.numpy as jnp
     import jaxpr_proto as jp
     path, what, nbytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    with open("/proc/self/statm") as f:  # resident now, after importing JAX
-      base = int(f.read().split()[1]) * resource.getpagesize()
+    def rss():  # resident now
+      with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+    base = rss()  # after importing JAX, before the data
+    if what == "save":  # (tracing may copy the data; only the save is watched)
+      w = jnp.ones(nbytes // 4, jnp.float32)
+      cj = jax.make_jaxpr(lambda x: x + w[:4])(np.zeros(4, np.float32))
+    peak, done = [rss()], []
+    def watch():
+      while not done:
+        peak.append(rss())
+        time.sleep(0.001)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
     t = time.perf_counter()
     if what == "save":
-      w = jnp.ones(nbytes // 4, jnp.float32)  # the data, once
-      cj = jax.make_jaxpr(lambda x: x + w[:4])(np.zeros(4, np.float32))
-      t = time.perf_counter()
       jp.save(cj, path)
     else:
       cj = jp.load(path)
-    print(time.perf_counter() - t, base, peak())
+    t = time.perf_counter() - t
+    done.append(1)
+    watcher.join()
+    print(t, base, max(peak + [rss()]))
 """)
 
 
@@ -193,9 +204,9 @@ def bench_big(gib: float):
       r = subprocess.run([sys.executable, "-c", _BIG, path, what, str(nbytes)],
                          capture_output=True, text=True, check=True)
       t, base, peak = r.stdout.split()
-      print(f"  jp.{what}: {float(t):6.2f} s   peak resident {int(peak) / 2**30:5.2f} GiB "
-            f"({(int(peak) - int(base)) / 2**30:5.2f} GiB above the process after importing JAX; "
-            f"the data is {nbytes / 2**30:.2f} GiB)")
+      print(f"  jp.{what}: {float(t):6.2f} s   peak resident "
+            f"{(int(peak) - int(base)) / 2**30:5.2f} GiB above the process after importing JAX "
+            f"(the data is {nbytes / 2**30:.2f} GiB)")
     files = sorted(os.listdir(d))
     print("  files: " + ", ".join(f"{f} {os.path.getsize(os.path.join(d, f)):,} bytes" for f in files))
 
