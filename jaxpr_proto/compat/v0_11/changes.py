@@ -35,8 +35,12 @@ def _scan_flattrees_up(params):
     return  # not the old form: the type check will tell
   nc, nk = params.pop("num_consts"), params.pop("num_carry")
   jaxpr = params["jaxpr"]
-  nx, ny = len(jaxpr.in_avals) - nc - nk, len(jaxpr.out_avals) - nk
-  params["ft_in"], params["ft_out"] = compat.scan_flattrees(nc, nk, nx, ny)
+  n_in, n_out = len(jaxpr.in_avals), len(jaxpr.out_avals)
+  if not (type(nc) is int and type(nk) is int and 0 <= nc and 0 <= nk
+          and nc + nk <= n_in and nk <= n_out):  # (FlatTrees of 10**18 Nones exhaust memory)
+    raise VersionError(f"scan's num_consts={nc!r} and num_carry={nk!r} do not fit its "
+                       f"jaxpr of {n_in} inputs and {n_out} outputs")
+  params["ft_in"], params["ft_out"] = compat.scan_flattrees(nc, nk, n_in - nc - nk, n_out - nk)
 
 
 def _scan_flattrees_down(params):
