@@ -33,8 +33,7 @@ def decode(module: pb.Module, *, typecheck: bool = True, external=None):
   """
   if not isinstance(module, pb.Module):
     raise TypeError(f"expected a jaxpr_proto.v1.Module, got {type(module).__name__}")
-  if isinstance(external, (str, os.PathLike)):
-    external = _external.Folder(external)
+  external = _external.as_source(external)
   if module.HasField("function"):
     return function.decode_function(module, typecheck=typecheck, source=external)
   return loading.decode(module, typecheck=typecheck, source=external)[1]
@@ -89,12 +88,9 @@ def load(path, *, typecheck: bool = True, verify: bool = True):
   the program's constants are views of the mapping. Their SHA-256 is checked
   here unless `verify=False` (then `jp.check(path)` checks them later).
   """
-  path = os.fspath(path)
   with open(path, "rb") as f:
     m = parse(f.read())
-  # The folder of the file itself, where `path` is a symlink to it.
-  folder = os.path.dirname(os.path.realpath(path))
-  return decode(m, typecheck=typecheck, external=_external.Folder(folder, verify=verify))
+  return decode(m, typecheck=typecheck, external=_external.Folder.beside(path, verify))
 
 
 def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
@@ -107,6 +103,5 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
   checked); for bytes or a Module, from `external` (a folder, as `decode`)."""
   if isinstance(x, (compat.ClosedJaxpr, function.Function)):
     x = encode(x)
-  if isinstance(external, (str, os.PathLike)):
-    external = _external.Folder(external)
-  return checker.check(x, raise_on_error=raise_on_error, max_errors=max_errors, source=external)
+  return checker.check(x, raise_on_error=raise_on_error, max_errors=max_errors,
+                       source=_external.as_source(external))

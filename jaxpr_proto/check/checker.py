@@ -123,7 +123,7 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
   report = CheckReport()
   err = _Collector(report, max_errors)
   if isinstance(x, (str, os.PathLike)):
-    source = external.Folder(os.path.dirname(os.path.realpath(x)))
+    source = external.Folder.beside(x)
   m = _as_module(x, err)
   if m is not None:
     run(m, err, report, source=source)

@@ -137,7 +137,7 @@ def _run_checks(m, path) -> tuple[list[str], str]:
   """-> (problems, one line each, and what checked), by jaxpr_proto.check.checker;
   external arrays are read from the folder of `path`."""
   try:
-    report = checker.check(m, source=external.Folder(os.path.dirname(os.fspath(path))))
+    report = checker.check(m, source=external.Folder.beside(path))
   except Error as e:
     return [_describe(e)], "jaxpr_proto.check.checker"
   problems = [f"[{stage}] {where or '<module>'}: {msg}"

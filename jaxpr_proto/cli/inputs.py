@@ -13,7 +13,7 @@ from jaxpr_proto.cli.exits import CheckFailed, UsageError
 from jaxpr_proto.cli.printing import avals_str
 from jaxpr_proto.cli.progress import Progress
 from jaxpr_proto.errors import Error
-from jaxpr_proto.wire import files
+from jaxpr_proto.wire import external, files
 
 
 @contextlib.contextmanager
@@ -41,7 +41,7 @@ def decode(m, path, progress: Progress | None = None):
   with _naming_file(path):
     if progress is not None:
       progress.stage(f"decoding {os.path.basename(path)}")
-    return jaxpr_proto.decode(m, external=os.path.dirname(os.fspath(path)))
+    return jaxpr_proto.decode(m, external=external.Folder.beside(path))
 
 
 def read_program(path, progress: Progress | None = None):

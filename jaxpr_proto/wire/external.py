@@ -50,7 +50,10 @@ class Sink:
   """Where an encoder puts the bytes of arrays of at least `min_bytes` (and
   of one byte at least). An array that is put again (the same memory, as a
   constant used by several eqns) is stored once."""
-  min_bytes = MIN_BYTES
+
+  def __init__(self, min_bytes: int = MIN_BYTES):
+    self.min_bytes = min_bytes
+    self._seen: dict[tuple[int, int], tuple] = {}  # (address, size) -> (where, the data)
 
   def takes(self, nbytes: int) -> bool:
     return nbytes >= max(self.min_bytes, 1)
@@ -58,10 +61,9 @@ class Sink:
   def put(self, data: np.ndarray) -> pb.ExternalData:
     """Takes `data` (1-D uint8, the array's own memory) -> where it went."""
     key = (data.__array_interface__["data"][0], data.nbytes)
-    seen = self.__dict__.setdefault("_seen", {})
-    if key not in seen:
-      seen[key] = (self._store(data), data)  # data kept: its address stays its own
-    return seen[key][0]
+    if key not in self._seen:
+      self._seen[key] = (self._store(data), data)  # data kept: its address stays its own
+    return self._seen[key][0]
 
   def _store(self, data) -> pb.ExternalData:
     raise NotImplementedError
@@ -73,10 +75,10 @@ class DataFile(Sink):
   (`api.save` writes the .jaxpb after it), `discard` removes it."""
 
   def __init__(self, path, min_bytes: int = MIN_BYTES):
+    super().__init__(min_bytes)
     self.path = os.fspath(path)
     self.location = os.path.basename(self.path)
     check_location(self.location, "", error=EncodeError)
-    self.min_bytes = min_bytes
     self.tmp = os.path.join(os.path.dirname(self.path) or ".", f".tmp-{os.urandom(8).hex()}.data")
     self._f = None
     self._size = 0
@@ -122,7 +124,7 @@ class PickleBuffers(Sink):
   """Keeps the arrays' bytes as they are, for a pickle to carry out of band."""
 
   def __init__(self, min_bytes: int = MIN_BYTES):
-    self.min_bytes = min_bytes
+    super().__init__(min_bytes)
     self.buffers: list[np.ndarray] = []
 
   def _store(self, data):
@@ -203,7 +205,12 @@ class Folder(Source):
     self.folder = os.fspath(folder) or "."
     self.verify = verify
     self._maps: dict[str, mmap.mmap | None] = {}
-    self._verified: set[tuple[str, int, int]] = set()
+    self._verified: set[tuple[str, int, int, bytes]] = set()
+
+  @classmethod
+  def beside(cls, path, verify: bool = True) -> "Folder":
+    """The folder of the file at `path` (of the file itself, where `path` is a symlink)."""
+    return cls(os.path.dirname(os.path.realpath(path)), verify)
 
   def view(self, ext, path):
     mm = self._map(ext.location, path)
@@ -226,6 +233,11 @@ class Folder(Source):
     if location not in self._maps:
       self._maps[location] = _map_file(self.folder, location, path)
     return self._maps[location]
+
+
+def as_source(x) -> "Source | None":
+  """A Source from what a caller names: None, a Source, or a folder's path."""
+  return Folder(x) if isinstance(x, (str, os.PathLike)) else x
 
 
 def check_location(location: str, path: str, error=DecodeError) -> list[str]:

@@ -189,34 +189,19 @@ def external_data(m: pb.Module) -> dict[str, dict]:
   included; an array stored once and referred to again counts once."""
   out: dict[str, dict] = {}
   seen = set()
-  for a in _arrays(m):
+  values = [v for c in m.closed_jaxprs for v in c.consts] + [p.value for p in m.params]
+  values += [a.literal.value for j in m.jaxprs for e in j.eqns for a in e.invars
+             if a.WhichOneof("kind") == "literal"]
+  for a in (a for v in values for a in walk.value_arrays(v)):
+    if not a.HasField("external"):
+      continue
     e = a.external
-    key = (e.location, e.offset, e.length)
-    if a.HasField("external") and key not in seen:
-      seen.add(key)
+    if (e.location, e.offset, e.length) not in seen:
+      seen.add((e.location, e.offset, e.length))
       entry = out.setdefault(e.location, {"arrays": 0, "bytes": 0})
       entry["arrays"] += 1
       entry["bytes"] += e.length
   return dict(sorted(out.items()))
-
-
-def _arrays(m: pb.Module):
-  """Every Array message in the values of `m` (a stack, not recursion: values nest)."""
-  stack = [v for c in m.closed_jaxprs for v in c.consts] + [p.value for p in m.params]
-  stack += [a.literal.value for j in m.jaxprs for e in j.eqns for a in e.invars
-            if a.WhichOneof("kind") == "literal"]
-  while stack:
-    msg = stack.pop()
-    if isinstance(msg, pb.Array):
-      yield msg
-      continue
-    for field, value in msg.ListFields():
-      if field.message_type is None:
-        continue
-      if field.is_repeated:
-        stack.extend(v for v in value if not isinstance(v, (str, bytes, int)))
-      else:
-        stack.append(value)
 
 
 def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) -> dict:

@@ -44,7 +44,13 @@ def treedef_refs(t: pb.TreeDef, path: str, depth: int = 0) -> Iterator[tuple[str
   return _walk([(t.root, path, depth)])
 
 
-def _walk(stack: list[tuple[object, str, int]]) -> Iterator[tuple[str, object, str]]:
+def value_arrays(v: pb.Value) -> Iterator[pb.Array]:
+  """The Array messages in `v`, nested ones included (as far as `value_refs` walks)."""
+  return (a for kind, a, _ in _walk([(v, "", 0)], arrays=True) if kind == "array")
+
+
+def _walk(stack: list[tuple[object, str, int]],
+          arrays: bool = False) -> Iterator[tuple[str, object, str]]:
   while stack:  # depth first, in order
     x, p, d = stack.pop()
     if isinstance(x, pb.TreeNode):
@@ -64,6 +70,8 @@ def _walk(stack: list[tuple[object, str, int]]) -> Iterator[tuple[str, object, s
       yield PROBLEM, "empty value", p
     elif kind in _REFS:
       yield kind, _REFS[kind](x), p
+    elif kind == "array" and arrays:
+      yield kind, x.array, p
     elif kind in _SEQUENCES:
       items = getattr(x, kind).items
       stack.extend((y, f"{p}[{k}]", d + 1) for k, y in reversed(list(enumerate(items))))
