@@ -105,3 +105,10 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
     x = encode(x)
   return checker.check(x, raise_on_error=raise_on_error, max_errors=max_errors,
                        source=_external.as_source(external))
+
+
+def clear_caches() -> None:
+  """Empties jaxpr_proto's process-wide memos of checking (JAX's type rule of
+  an eqn, the verdicts on custom_jvp rules), as `jax.clear_caches()` does
+  JAX's caches: the next load checks everything afresh."""
+  compat.memo.clear_all()

@@ -92,8 +92,13 @@ def bench(name, fn, args, repeat):
 
   t_trace, _, cj = _best(trace, repeat)
   t_enc, _, data = _best(lambda: jp.dumps(cj), repeat)
-  t_dec, _, cj2 = _best(lambda: jp.loads(data), repeat)
-  t_dec_trusted, _, _ = _best(lambda: jp.loads(data, typecheck=False), repeat)
+  def cold_loads(**kw):
+    jp.clear_caches()  # as make_jaxpr's jax.clear_caches(): as in a fresh process
+    return jp.loads(data, **kw)
+
+  t_dec, _, cj2 = _best(cold_loads, repeat)
+  t_warm, _, _ = _best(lambda: jp.loads(data), repeat)
+  t_dec_trusted, _, _ = _best(lambda: cold_loads(typecheck=False), repeat)
   assert str(cj2) == str(cj)
   t_pdump, _, pdata = _best(lambda: pickle.dumps(cj2), repeat)
   t_pload, _, _ = _best(lambda: pickle.loads(pdata), repeat)
@@ -106,11 +111,13 @@ def bench(name, fn, args, repeat):
   ms = lambda t: f"{t * 1e3:8.2f} ms"
   print(f"\n== {name}: {len(cj.jaxpr.eqns)} top-level eqns, {n_eqns} in all")
   print(f"  jaxpr-proto   encode {ms(t_enc)}   decode {ms(t_dec)}   {len(data):8d} bytes")
+  print(f"  (warm)                           decode {ms(t_warm)}   jaxpr_proto's memos kept from the last load")
   print(f"  (trusted)                        decode {ms(t_dec_trusted)}   typecheck=False")
   print(f"  make_jaxpr    trace  {ms(t_trace)}   (caches cleared)")
   print(f"  jax.export    serial {ms(t_ser)}   deser  {ms(t_deser)}   {len(ser):8d} bytes")
   print(f"  pickle        dumps  {ms(t_pdump)}   loads  {ms(t_pload)}   {len(pdata):8d} bytes")
-  print(f"  ratios: re-trace/decode {t_trace / t_dec:6.1f}x (trusted {t_trace / t_dec_trusted:5.1f}x)   "
+  print(f"  ratios: re-trace/decode {t_trace / t_dec:6.1f}x (warm {t_trace / t_warm:5.1f}x, "
+        f"trusted {t_trace / t_dec_trusted:5.1f}x)   "
         f"(dumps+loads)/(export serialize+deserialize) {(t_enc + t_dec) / (t_ser + t_deser):5.1f}x   "
         f"export-deser/decode {t_deser / t_dec:6.2f}x   "
         f"export-bytes/jaxpb-bytes {len(ser) / len(data):5.2f}x   "
@@ -155,7 +162,7 @@ def bench_eqns(sizes, repeat):
     cj = chain(n)
     r = repeat if n <= 100_000 else 1
     t_enc, _, data = _best(lambda: jp.dumps(cj), r)
-    t_dec, _, cj2 = _best(lambda: jp.loads(data, typecheck=False), r)
+    t_dec, _, cj2 = _best(lambda: jp.clear_caches() or jp.loads(data, typecheck=False), r)
     assert len(cj2.jaxpr.eqns) == n
     per = (t_enc / n, t_dec / n)
     base = base or per

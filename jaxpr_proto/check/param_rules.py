@@ -451,10 +451,28 @@ def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
     yield from found
     return
   if "linear" not in rule.checked:
-    rule.checked["linear"] = (_primals_of_tangents(jvp, len(ins), len(outs))
-                              or _not_linear(jvp, len(ins), len(outs)))
+    rule.checked["linear"] = _jvp_rule_verdict(jvp, len(ins), len(outs))
   if rule.checked["linear"]:
     yield "jvp_jaxpr_fun", rule.checked["linear"]
+
+
+_JVP_VERDICTS = compat.memo.memo()  # (rule's fingerprint, counts, JAX config) -> why not, or None
+
+
+def _jvp_rule_verdict(jvp, n_primals, n_outs):
+  """Why grad cannot linearize the jvp rule, or None; memoized process-wide
+  by the rule's structure (the same rule in every program using it)."""
+  try:
+    key = (compat.memo.fingerprint(jvp), n_primals, n_outs, compat.memo.context_key())
+    hash(key)
+  except Exception:  # NoKey, or a value that will not hash: checked afresh
+    key = None
+  if key is not None and key in _JVP_VERDICTS:
+    return _JVP_VERDICTS[key]
+  why = _primals_of_tangents(jvp, n_primals, n_outs) or _not_linear(jvp, n_primals, n_outs)
+  if key is not None:
+    _JVP_VERDICTS.put(key, why)
+  return why
 
 
 def _primals_of_tangents(jvp, n_primals, n_outs):

@@ -217,6 +217,20 @@ def _eval_with_zeros(cj, args):
   return compat.eval_jaxpr(cj.jaxpr, cj.consts, *args)
 
 
+def _decoded_rule_key(fun, param):
+  """The structural key of a decoded custom_jvp rule's thunk, for the
+  checker's memo of verdicts on rules (compat.memo.fingerprint)."""
+  rule = getattr(getattr(fun, "f", None), "__self__", None)
+  sig = rule.signature() if isinstance(rule, JvpRule) else None
+  if sig is None:
+    raise compat.memo.NoKey
+  jvp, out_zeros = sig
+  return ("jvp_rule", param(jvp), tuple(out_zeros))
+
+
+compat.memo.register_keyer(compat.WrappedFun, _decoded_rule_key)
+
+
 class JvpRule:
   """A decoded custom_jvp rule; `thunk` is the eqn's `jvp_jaxpr_fun`."""
 

@@ -23,6 +23,7 @@ from jax._src.interpreters import partial_eval as pe
 from jax._src.random import prng
 from jax._src.state import types as state_types
 
+from jaxpr_proto.compat import memo
 from jaxpr_proto.errors import DecodeError
 
 ClosedJaxpr = jex_core.ClosedJaxpr
@@ -298,6 +299,8 @@ def shared_sub_jaxprs_checked_once():
   sub-jaxpr twice, nested N deep, is checked in N steps, not 2**N."""
   if not getattr(core.check_jaxpr, "_jaxpr_proto_once", False):
     core.check_jaxpr = _check_once(core.check_jaxpr)  # once per process; a no-op outside
+  if not getattr(core.check_eqn, "_jaxpr_proto_memo", False):
+    core.check_eqn = _check_eqn_memo(core.check_eqn)
   outer = getattr(_checked, "passed", None)
   _checked.passed = {} if outer is None else outer
   try:
@@ -319,6 +322,38 @@ def _check_once(original):
       passed[key] = jaxpr, env  # kept alive, so that their ids stay their own
   check_jaxpr._jaxpr_proto_once = True
   return check_jaxpr
+
+
+# JAX's param value types that compare by value (or are singletons).
+for _t in (sharding_impls.NamedSharding, type(sharding_impls.UNSPECIFIED), partition_spec.PartitionSpec, mesh_lib.AbstractMesh,
+           mesh_lib.Mesh, prng.PRNGImpl, core.Primitive, jax.tree_util.PyTreeDef,
+           jax.Device, jax.lax.RaggedDotDimensionNumbers):
+  memo.register_value_type(_t)
+
+_EQN_TYPES = memo.memo()  # (primitive, in_avals, params, JAX config) -> (out_avals, effects)
+
+
+def _check_eqn_memo(original):
+  """JAX's type rule of an eqn, memoized process-wide while loading: the
+  same primitive on the same input types with the same params (none of them
+  a jaxpr, which JAX would check too) has the same output types and effects
+  under the same configuration (`memo.context_key`), in this file or the
+  next. `jp.clear_caches()` empties it."""
+  def check_eqn(prim, in_avals, params):
+    if getattr(_checked, "passed", None) is None:
+      return original(prim, in_avals, params)
+    try:
+      key = (prim, tuple(in_avals), memo.params_key(params), memo.context_key())
+      hash(key)
+    except Exception:  # NoKey, or a value that will not hash: checked afresh
+      return original(prim, in_avals, params)
+    hit = _EQN_TYPES.get(key)
+    if hit is None:
+      out_avals, effs = original(prim, in_avals, params)
+      hit = _EQN_TYPES.put(key, (tuple(out_avals), effs))
+    return list(hit[0]), hit[1]
+  check_eqn._jaxpr_proto_memo = True
+  return check_eqn
 
 
 def check_jaxpr_frame_eqn_index(tb) -> int | None:

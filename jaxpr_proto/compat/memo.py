@@ -1,0 +1,184 @@
+"""Process-wide memos of what checking a decoded program computes again and
+again: JAX's type rule of an eqn (the same primitive on the same types), and
+the verdicts on a custom_jvp rule (the same rule in every program that uses
+`jax.nn.relu`). `jp.clear_caches()` empties them, as `jax.clear_caches()`
+does JAX's.
+
+A memo key is exact or absent. `value_key` keys a param by type and value
+(so that `1`, `True` and `1.0`, equal in Python, stay apart) and only for
+the immutable value types it knows; anything else (a jaxpr, a function, an
+object equal by identity) has no key, and what it is in is computed afresh.
+Every key holds `config.trace_context()`, the JAX configuration that JAX's
+own tracing caches key on (x64, the mesh and axis environment, ...).
+"""
+from __future__ import annotations
+
+import enum
+import threading
+
+import jax.extend.core as jex_core
+import numpy as np
+from jax._src import config, core
+
+MAX_ENTRIES = 1 << 14
+
+
+class Memo(dict):
+  """A dict that empties itself when full: bounded, and simpler than an LRU
+  for what fills it (a program's few hundred distinct eqns)."""
+
+  def __init__(self, max_entries: int = MAX_ENTRIES):
+    super().__init__()
+    self.max_entries = max_entries
+    self.lock = threading.Lock()
+
+  def put(self, key, value):
+    with self.lock:
+      if len(self) >= self.max_entries:
+        self.clear()
+      self[key] = value
+    return value
+
+
+_MEMOS: list[Memo] = []
+
+
+def memo() -> Memo:
+  m = Memo()
+  _MEMOS.append(m)
+  return m
+
+
+def clear_all() -> None:
+  for m in _MEMOS:
+    m.clear()
+
+
+class NoKey(Exception):
+  """A value without an exact key."""
+
+
+_ATOMS = {int, float, complex, bool, str, bytes, type(None), type}
+
+
+def _kind(t) -> str:
+  if t in _ATOMS or issubclass(t, (np.dtype, np.generic, enum.Enum)):
+    return "atom"
+  if issubclass(t, tuple):  # tuples and NamedTuples (dimension numbers)
+    return "tuple"
+  if issubclass(t, (core.ShapedArray,)):
+    return "atom"  # interned: equal when identical
+  return _value_types.get(t, "none")
+
+
+_value_types: dict[type, str] = {}
+_kinds: dict[type, str] = {}
+
+
+def register_value_type(t: type) -> None:
+  """A JAX type compared by value that params hold (a sharding, a mesh)."""
+  _value_types[t] = "atom"
+  _kinds.pop(t, None)
+
+
+def value_key(v):
+  """An exact, hashable key of a param value; raises NoKey."""
+  t = type(v)
+  kind = _kinds.get(t)
+  if kind is None:
+    kind = _kinds[t] = _kind(t)
+  if kind == "atom":
+    try:
+      hash(v)
+    except TypeError:
+      raise NoKey from None
+    return (t, v)
+  if kind == "tuple":
+    return (t, tuple(value_key(x) for x in v))
+  raise NoKey
+
+
+def params_key(params: dict):
+  return tuple((k, value_key(v)) for k, v in params.items())
+
+
+def context_key():
+  return config.trace_context()
+
+
+_MAX_CONST_BYTES = 1 << 16  # bigger constants are not hashed: no key
+
+
+def _array_key(x):
+  a = np.asarray(x)
+  if a.dtype == object or a.nbytes > _MAX_CONST_BYTES:
+    raise NoKey
+  return (type(x), a.dtype, a.shape, a.tobytes())
+
+
+_JAXPR_TYPES = (core.Jaxpr, jex_core.ClosedJaxpr)  # one type from JAX 0.11
+_keyers: dict[type, object] = {}
+
+
+def register_keyer(t: type, keyer) -> None:
+  """`keyer(v, param)` gives the structural key of a param of type `t` that
+  stands for jaxprs (a decoded custom rule), with `param` to key what it
+  holds; or raises NoKey."""
+  _keyers[t] = keyer
+
+
+def fingerprint(j):
+  """An exact structural key of a jaxpr or closed jaxpr (variables numbered
+  in binding order, params by `value_key`, sub-jaxprs by their own
+  fingerprint, constants by their bytes); raises NoKey."""
+  seen: dict[int, tuple] = {}
+  alive = []  # what `seen` keys by id, kept alive while it does
+
+  def once(v, make):
+    k = seen.get(id(v))
+    if k is None:
+      seen[id(v)] = ("ref", len(seen))  # what refers back to itself (a rule using itself)
+      alive.append(v)
+      k = seen[id(v)] = make()
+    return k
+
+  def param(v):
+    if isinstance(v, _JAXPR_TYPES):
+      return ("jaxpr", once(v, lambda: _fingerprint(v, param)))
+    if type(v) is tuple:
+      return (tuple, tuple(map(param, v)))
+    keyer = _keyers.get(type(v))
+    if keyer is not None:
+      return (type(v), once(v, lambda: keyer(v, param)))
+    return value_key(v)
+
+  return param(j)
+
+
+def _fingerprint(j, param):
+  inner = j.jaxpr
+  consts = tuple(_array_key(c) for c in getattr(j, "consts", ()))
+  names: dict = {}
+
+  def bind(v):
+    names[v] = len(names)
+    return v.aval
+
+  def atom(a):
+    if isinstance(a, core.Literal):
+      return ("lit", _array_key(a.val), a.aval)
+    n = names.get(a)
+    if n is None:
+      raise NoKey  # free variable: a malformed jaxpr
+    return n
+
+  head = (tuple(bind(v) for v in inner.constvars), tuple(bind(v) for v in inner.invars))
+  eqns = []
+  for e in inner.eqns:
+    ins = tuple(atom(a) for a in e.invars)
+    params = tuple((k, param(v)) for k, v in e.params.items())
+    outs = tuple(("drop", v.aval) if isinstance(v, core.DropVar) else bind(v)
+                 for v in e.outvars)
+    eqns.append((e.primitive, params, ins, outs, frozenset(e.effects)))
+  return (consts, head, tuple(eqns), tuple(atom(a) for a in inner.outvars),
+          frozenset(inner.effects))

@@ -1,0 +1,119 @@
+"""The process-wide memos of checking (compat.memo): exact keys, and no
+verdict of one file ever given to another that differs from it."""
+from __future__ import annotations
+
+import collections
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxpr_proto as jp
+from jaxpr_proto.check import param_rules
+from jaxpr_proto.compat import common, memo
+
+
+def test_value_key_is_exact():
+  k = memo.value_key
+  assert k(1) != k(True) and k(1) != k(1.0) and k(0) != k(False)
+  assert k((1, 2)) == k((1, 2)) and k((1, 2)) != k((1, True))
+  Pair = collections.namedtuple("Pair", "a b")
+  assert k(Pair(1, 2)) != k((1, 2))
+  assert k(np.dtype("float32")) != k("float32")  # equal in numpy, not here
+  assert k(np.float32) != k(np.dtype("float32"))
+  for no_key in ([1], {1: 2}, np.zeros(2), lambda: 0, object(),
+                 jax.make_jaxpr(jnp.sin)(1.0)):
+    with pytest.raises(memo.NoKey):
+      k(no_key)
+
+
+def _relu_like():
+  @jax.custom_jvp
+  def f(x):
+    return jnp.maximum(x, 0.0)
+
+  @f.defjvp
+  def _(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return f(x), jnp.where(x > 0, t, 0.0)  # uses f itself: a rule that refers to itself
+  return f
+
+
+def test_fingerprint_is_structural():
+  f = lambda x: jnp.sin(x) * 2.0
+  a, b = jax.make_jaxpr(f)(1.0), jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0)
+  assert a is not b and memo.fingerprint(a) == memo.fingerprint(b)
+  assert memo.fingerprint(jax.make_jaxpr(lambda x: jnp.sin(x) * 3.0)(1.0)) != memo.fingerprint(a)
+  assert memo.fingerprint(jax.make_jaxpr(f)(np.zeros(2, np.float32))) != memo.fingerprint(a)
+  # A decoded rule has a key by its saved jaxprs (a traced one by identity: none),
+  # also where the rule's own jaxpr calls it again.
+  data = jp.dumps(jax.make_jaxpr(_relu_like())(1.0))
+  one, two = jp.loads(data), jp.loads(data)
+  assert memo.fingerprint(one) == memo.fingerprint(two)
+  with pytest.raises(memo.NoKey):
+    memo.fingerprint(jax.make_jaxpr(_relu_like())(1.0))
+
+
+def _rule_file(tangent_out):
+  @jax.custom_jvp
+  def f(x):
+    return jnp.sin(x)
+
+  @f.defjvp
+  def _(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return jnp.sin(x), tangent_out(x, t)
+  return jp.dumps(jax.make_jaxpr(f)(1.0))
+
+
+def test_rule_verdicts_are_per_rule():
+  """A sound rule's verdict, memoized, is not given to an unsound rule that
+  differs from it in its tangent part only; and back."""
+  jp.clear_caches()
+  good = _rule_file(lambda x, t: jnp.cos(x) * t)
+  bad = _rule_file(lambda x, t: jnp.cos(x) * t * t)
+  for n in (1, 2):
+    jp.loads(good)
+    assert len(param_rules._JVP_VERDICTS) == n
+    with pytest.raises(jp.DecodeError, match="not linear in its tangents"):
+      jp.loads(bad)
+    assert not jp.check(bad).ok and jp.check(good).ok
+    assert len(param_rules._JVP_VERDICTS) == 2
+  jp.clear_caches()
+  assert not param_rules._JVP_VERDICTS and not common._EQN_TYPES
+
+
+def test_type_memo_does_not_hide_a_wrong_type():
+  """With the memo warm from a file, the same file with one output type
+  changed is refused as it is with the memo empty."""
+  f = lambda x, y: jnp.tanh(x @ y) + 1.0
+  args = (np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))
+  cj = jax.make_jaxpr(f)(*args)
+  m = jp.encode(cj)
+  # The tanh's output variable gets the aval of x, f32[2,3], not f32[2,4].
+  eqn = next(e for e in m.jaxprs[m.closed_jaxprs[m.root].jaxpr].eqns
+             if m.primitives[e.primitive].name == "tanh")
+  x_aval = m.jaxprs[m.closed_jaxprs[m.root].jaxpr].invars[0].aval
+  eqn.outvars[0].var.aval = x_aval
+  bad = m.SerializeToString()
+
+  def refusal():
+    with pytest.raises(jp.DecodeError) as e:
+      jp.loads(bad)
+    return str(e.value)
+
+  jp.clear_caches()
+  cold = refusal()
+  good = jp.loads(jp.dumps(cj))
+  assert common._EQN_TYPES, "the type memo was not used"
+  assert refusal() == cold and "tanh" in cold
+  np.testing.assert_array_equal(jax.jit(jax.extend.core.jaxpr_as_fun(good))(*args)[0],
+                                jax.jit(f)(*args))
+
+
+def test_context_key_follows_the_configuration():
+  outside = memo.context_key()
+  with jax.enable_x64(not jax.config.jax_enable_x64):
+    assert memo.context_key() != outside
+  assert memo.context_key() == outside
