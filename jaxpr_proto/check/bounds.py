@@ -39,6 +39,8 @@ def check_tokens(st, err) -> None:
   ("Unexpected duplicate", JAX 0.10-0.12), as it does for `jax.jit` of
   `lambda: (t, t)` with `t = lax.create_token()`."""
   m = st.m
+  if not any(a.WhichOneof("kind") == "token" for a in m.avals):
+    return
   root = m.jaxprs[m.closed_jaxprs[m.root].jaxpr]
   avals = {v.id: v.aval for v in (*root.constvars, *root.invars)}
   avals.update((b.var.id, b.var.aval) for e in root.eqns for b in e.outvars if b.HasField("var"))
@@ -77,27 +79,40 @@ def check_bounds(st, err) -> None:
   prim_names = [p.name for p in m.primitives]
   root = m.closed_jaxprs[m.root].jaxpr
   # Post-order over the jaxprs the root reaches (structure ruled out cycles).
+  subs_of_jaxpr: dict[int, list[list[int]]] = {}
   stack = [(root, False)]
   while stack:
     i, ready = stack.pop()
     if i in size:
       continue
     j = m.jaxprs[i]
-    eqn_subs = [[s for q in e.params for s in param_subs(q)] for e in j.eqns]
+    eqn_subs = subs_of_jaxpr.get(i)
+    if eqn_subs is None:
+      eqn_subs = subs_of_jaxpr[i] = [[s for q in e.params for s in param_subs(q)] if e.params else ()
+                                     for e in j.eqns]
     if not ready:
       stack.append((i, True))
       stack.extend((s, False) for subs in eqn_subs for s in subs if s not in size)
       continue
     total, depth, longest = 0, {}, 0
-    for e, subs in zip(j.eqns, eqn_subs):
-      total += 1 + sum(size[s] for s in subs)
-      inlined = subs and prim_names[e.primitive] in INLINED
-      d = max((depth.get(a.var, 0) for a in e.invars if a.HasField("var")), default=0)
-      d += max(chain[s] for s in subs) if inlined else 1
+    for e, subs in zip(j.eqns, eqn_subs):  # (the hot loop of this stage: plain loops)
+      d = 0
+      for a in e.invars:
+        if a.HasField("var"):
+          x = depth.get(a.var, 0)
+          if x > d:
+            d = x
+      if subs:
+        total += 1 + sum(size[s] for s in subs)
+        d += max(chain[s] for s in subs) if prim_names[e.primitive] in INLINED else 1
+      else:
+        total += 1
+        d += 1
       for b in e.outvars:
         if b.HasField("var"):
           depth[b.var.id] = d
-      longest = max(longest, d)
+      if d > longest:
+        longest = d
     size[i] = min(total, MAX_INLINED_EQNS + 1)  # no big ints from 2**100
     chain[i] = min(longest, MAX_CHAIN + 1)
     where = st.path_of(("j", i))

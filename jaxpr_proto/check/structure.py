@@ -19,8 +19,8 @@ class Structure:
     self.n = {name: len(getattr(m, name)) for name in (
         "jaxprs", "closed_jaxprs", "avals", "strings", "frames", "tracebacks",
         "name_stacks", "contexts", "primitives", "rules", "params")}
-    # Reference graph for cycles and nesting depth: node -> [(node, path)].
-    self.edges: dict[tuple, list] = {}
+    # Reference graph for cycles and nesting depth: node -> {node: path of its first reference}.
+    self.edges: dict[tuple, dict] = {}
     self.paths: dict[tuple, str] = {}
 
   def ref(self, table: str, i: int, path: str, what: str | None = None) -> bool:
@@ -81,7 +81,11 @@ class Structure:
     self.cycles_and_depth()
 
   def edge(self, a, b, path) -> None:
-    self.edges.setdefault(a, []).append((b, path))
+    out = self.edges.get(a)
+    if out is None:
+      out = self.edges[a] = {}
+    if b not in out:
+      out[b] = path
 
   def collect(self, rule, *args):
     """rule(*args), or None after reporting the DecodeError it raises."""
@@ -151,12 +155,12 @@ class Structure:
         prefix = f"{path}." if path else ""
         for pnode, k, name in self._eqn_refs.get(node[1], ()):
           self.param_paths.setdefault(pnode[1], f"{prefix}eqn[{k}].params.{name}")
-          for child, sub in self.edges.get(pnode, ()):
+          for child, sub in self.edges.get(pnode, {}).items():
             if child[0] in "jc":
               rel = sub.split(")", 1)[1] if ")" in sub else ""
               nxt.append((child, f"{prefix}eqn[{k}].params.{name}{rel}", depth + 1))
       else:
-        for child, sub in self.edges.get(node, ()):
+        for child, sub in self.edges.get(node, {}).items():
           if child[0] in "jc":
             nxt.append((child, sub if node[0] != "c" or sub else path, depth))
       stack.extend(reversed(nxt))
@@ -210,7 +214,10 @@ class Structure:
       define(v, f"{prefix}constvars[{k}]")
     for k, v in enumerate(j.invars):
       define(v, f"{prefix}invars[{k}]")
+    fast = self._fast_eqn(node, scope.vars, prefix)
     for k, e in enumerate(j.eqns):
+      if fast(k, e):
+        continue
       where = f"{prefix}eqn[{k}]"
       ref("primitives", e.primitive, f"{where}.primitive", "primitive")
       for q, p in enumerate(e.params):
@@ -239,6 +246,64 @@ class Structure:
       atom(a, f"{prefix}outvars[{k}]")
     effects(j.effects, f"{prefix}effects")
 
+  def _fast_eqn(self, node, defined, prefix):
+    """The checks of `jaxpr` for an eqn without effects, building only the
+    paths that its literals' values need: True when the eqn passed (its
+    variables now defined), else False, to check it on the slow path, which
+    reports what is wrong (nothing is left done here then)."""
+    n = self.n
+    n_prims, n_params, n_avals = n["primitives"], n["params"], n["avals"]
+    n_tracebacks, n_stacks, n_contexts = n["tracebacks"], n["name_stacks"], n["contexts"]
+    params = self.m.params
+    edges = self.edges.get(node)
+    if edges is None:
+      edges = self.edges[node] = {}
+
+    def fast(k, e) -> bool:
+      if not (0 <= e.primitive < n_prims and 0 <= e.name_stack < n_stacks
+              and 0 <= e.context < n_contexts) or e.effects:
+        return False
+      if e.traceback and not 0 <= e.traceback < n_tracebacks:
+        return False
+      ps = e.params
+      if ps:
+        if not all(0 <= p < n_params for p in ps):
+          return False
+        if len(ps) > 1 and len({params[p].name for p in ps}) != len(ps):
+          return False
+      literals = []
+      for q, a in enumerate(e.invars):
+        kind = a.WhichOneof("kind")
+        if kind == "var":
+          if a.var not in defined:
+            return False
+        elif kind == "literal" and 0 <= a.literal.aval < n_avals and a.literal.HasField("value"):
+          literals.append((q, a.literal))
+        else:
+          return False
+      out_ids, out_avals = [], []
+      for b in e.outvars:
+        kind = b.WhichOneof("kind")
+        if kind == "var":
+          v = b.var
+          if v.id in defined or v.id in out_ids or not 0 <= v.aval < n_avals:
+            return False
+          out_ids.append(v.id)
+          out_avals.append(v.aval)
+        elif kind != "drop" or not 0 <= b.drop.aval < n_avals:
+          return False
+      for p in ps:
+        edges.setdefault(("p", p), "")
+      edges.setdefault(("x", e.context), "")
+      for q, lit in literals:
+        edges.setdefault(("a", lit.aval), "")
+        self.values(node, lit.value, f"{prefix}eqn[{k}].invars[{q}]")
+      for i, a in zip(out_ids, out_avals):
+        defined[i] = None
+        edges.setdefault(("a", a), "")
+      return True
+    return fast
+
   def cycles_and_depth(self) -> None:
     """No node may reach itself; jaxprs nest at most decoder._MAX_DEPTH deep."""
     WHITE, GREY, BLACK = 0, 1, 2
@@ -250,18 +315,18 @@ class Structure:
     for start in list(self.edges):
       if color.get(start, WHITE) != WHITE:
         continue
-      stack = [(start, iter(self.edges.get(start, ())))]
+      stack = [(start, iter(self.edges.get(start, {})))]
       index = {start: 0}
       color[start] = GREY
       while stack:
         node, it = stack[-1]
         advanced = False
-        for child, _ in it:
+        for child in it:
           c = color.get(child, WHITE)
           if c == WHITE:
             color[child] = GREY
             index[child] = len(stack)
-            stack.append((child, iter(self.edges.get(child, ()))))
+            stack.append((child, iter(self.edges.get(child, {}))))
             advanced = True
             break
           if c == GREY:
@@ -275,7 +340,7 @@ class Structure:
         stack.pop()
         del index[node]
         color[node] = BLACK
-        d = max((depth.get(ch, 0) for ch, _ in self.edges.get(node, ())), default=0)
+        d = max((depth.get(ch, 0) for ch in self.edges.get(node, ())), default=0)
         depth[node] = d + (node[0] == "j")
     for i in range(self.n["closed_jaxprs"]):
       d = depth.get(("c", i), 0)

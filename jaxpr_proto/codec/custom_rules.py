@@ -44,8 +44,14 @@ def _rule_functions(fun, depth=0, out=None):
 
 
 def _rule_key(kind, thunk, call_jaxpr, extra):
-  return (kind, tuple(_rule_functions(thunk)), str(call_jaxpr),
-          tuple(map(str, call_jaxpr.in_avals)), extra)
+  """One saved rule per rule function and call: the call by its structure
+  (compat.memo.fingerprint), or its printout where that has no exact key."""
+  try:
+    call = ("fingerprint", compat.memo.fingerprint(call_jaxpr))
+    hash(call)
+  except Exception:  # (NoKey: a function or big constant in it)
+    call = ("printed", str(call_jaxpr), tuple(map(str, call_jaxpr.in_avals)))
+  return (kind, tuple(_rule_functions(thunk)), call, extra)
 
 
 def _closed(jaxpr, consts):
