@@ -21,7 +21,7 @@ from jaxpr_proto.compat import standins, upgrade
 from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVersionError,
                                 UnknownPrimitiveError, VersionError)
 from jaxpr_proto.codec.names import REGISTRY
-from jaxpr_proto.codec.state import DecodeState
+from jaxpr_proto.codec.state import _IN_PROGRESS, DecodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import walk
 from jaxpr_proto.wire.versions import check_version, jax_version_of
@@ -179,21 +179,37 @@ class Decoder:
 
     constvars = [define(v, f"{prefix}constvars[{k}]") for k, v in enumerate(msg.constvars)]
     invars = [define(v, f"{prefix}invars[{k}]") for k, v in enumerate(msg.invars)]
+    # The eqn loop's fast paths look up what is already decoded (variables,
+    # avals, params) and build an error's path only to take the slow path.
+    decoded, vars_ = self.state.decoded, scope.vars
+    done_avals, done_params = decoded["avals"], decoded["params"]
     eqns = []
     for k, e in enumerate(msg.eqns):
       where = self.state.where = f"{prefix}eqn[{k}]"
       prim = self.primitive(e.primitive, where)
-      ins = [atom(a, f"{where}.invars[{j}]") for j, a in enumerate(e.invars)]
-      params = param_codecs.decode_params(self, prim.name, e.params, where)
+      ins = []
+      for j, a in enumerate(e.invars):
+        v = vars_.get(a.var) if a.WhichOneof("kind") == "var" else None
+        ins.append(v if v is not None else atom(a, f"{where}.invars[{j}]"))
+      params = _known_params(done_params, prim.name, e.params)
+      if params is None:
+        params = param_codecs.decode_params(self, prim.name, e.params, where)
       if self.upgrader:
         params = self.upgrader.params(prim.name, params, where)
       else:
         standins.refuse_stand_ins(prim.name, params, where, "")
-      effs = effects.decode_effects(e.effects, scope, f"{where}.effects")
+      effs = effects.decode_effects(e.effects, scope, f"{where}.effects") if e.effects else set()
       si = tracebacks.decode_source_info(self, e.traceback, e.name_stack, where)
       ctx = self.context(e.context, where)
       outs = []
       for j, b in enumerate(e.outvars):
+        if b.WhichOneof("kind") == "var":
+          bv = b.var
+          av = done_avals.get(bv.aval)
+          if av is not None and av is not _IN_PROGRESS and bv.id not in vars_:
+            v = vars_[bv.id] = compat.Var(av)
+            outs.append(v)
+            continue
         at = f"{where}.outvars[{j}]"
         if walk.binder_kind(b, at) == "var":
           outs.append(define(b.var, at))
@@ -245,6 +261,18 @@ class Decoder:
 
   # The generic value codec, as a method (no extra frame: values nest sub-jaxprs).
   value = values.decode
+
+
+def _known_params(done, prim_name, indices):
+  """The params dict of an eqn whose params are all decoded already (for
+  this primitive), distinct and need no fixup; else None."""
+  params = {}
+  for i in indices:
+    p = done.get((i, prim_name))
+    if p is None or p[0] in params:
+      return None
+    params[p[0]] = p[1]
+  return None if prim_name in param_codecs.FIXUPS else params
 
 
 @contextlib.contextmanager
