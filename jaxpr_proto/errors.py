@@ -36,6 +36,11 @@ class InternalError(DecodeError):
   change that its adapter does not know. Not a verdict on the file."""
 
 
+class UnresolvedError(Error, RuntimeError):
+  """A program loaded with `unresolved="placeholder"` was run (or traced)
+  through an eqn whose primitive or callback this process does not have."""
+
+
 class UnsupportedJaxError(Error, ImportError):
   """The running JAX has no adapter in this jaxpr_proto (raised on import)."""
 

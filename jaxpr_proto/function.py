@@ -115,7 +115,8 @@ def _load_function(data) -> Function:
   an external.Parts with its big arrays)."""
   message, source = external.message_and_source(data)
   digest = data.digest() if isinstance(data, external.Parts) else None
-  f = decode_function(files.parse(message), source=source, digest=digest)
+  f = decode_function(files.parse(message), source=source, digest=digest,
+                      trust_pickled_code=True)  # (a pickle stream is code anyway)
   if not isinstance(f, Function):
     raise TypeError(f"the pickle holds a {type(f).__name__}, not a Function")
   return f
@@ -184,8 +185,10 @@ def trace(fun, *, static_argnums=(), static_argnames=()):
 
 # --- .jaxpb -------------------------------------------------------------------
 
-def encode_function(f: Function, *, debug_info: bool = True, out_of_line=None) -> pb.Module:
-  enc = encoder.Encoder(debug_info=debug_info, out_of_line=out_of_line)
+def encode_function(f: Function, *, debug_info: bool = True, out_of_line=None,
+                    pickle_functions: bool = False) -> pb.Module:
+  enc = encoder.Encoder(debug_info=debug_info, out_of_line=out_of_line,
+                        pickle_functions=pickle_functions)
   m = enc.module(f.closed_jaxpr)
   sig = m.function
   sig.name = f.name
@@ -201,11 +204,20 @@ def encode_function(f: Function, *, debug_info: bool = True, out_of_line=None) -
 
 
 def decode_function(m: pb.Module, *, typecheck: bool = True, source=None,
-                    digest: bytes | None = None) -> Function:
+                    digest: bytes | None = None, callbacks=None,
+                    trust_pickled_code: bool = False, unresolved: str = "error") -> Function:
   """`digest` names the program for the jit cache: by default the message's
   SHA-256, which covers external arrays through their checksums; a pickle's
-  buffers have none, so the unpickler passes one of message and buffers."""
-  _, cj, (in_tree, out_tree) = loading.decode(m, typecheck=typecheck, source=source)
+  buffers have none, so the unpickler passes one of message and buffers.
+  The host functions its callbacks were bound to count too (a compiled
+  program calls the functions it was compiled with)."""
+  dec, cj, (in_tree, out_tree) = loading.decode(m, typecheck=typecheck, source=source,
+                                                callbacks=callbacks,
+                                                trust_pickled_code=trust_pickled_code,
+                                                unresolved=unresolved)
   if digest is None:
     digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
+  if dec.bound_callbacks:  # alive as long as the program (and its cache entry) is
+    bound = sorted((name, id(fn)) for name, fn in dec.bound_callbacks.items())
+    digest = hashlib.sha256(digest + repr(bound).encode()).digest()
   return Function(cj, in_tree, out_tree, m.function.name, _digest=digest)

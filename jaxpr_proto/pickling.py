@@ -70,7 +70,8 @@ class _Encoded:
     """(the message's bytes, the buffers of its external arrays)."""
     obj = self.obj if self.convert is None else self.convert(self.obj)
     sink = external.PickleBuffers()
-    m = api.encode(obj, debug_info=DEBUG_INFO, out_of_line=sink)
+    # The pickle stream is code anyway: unregistered callbacks travel as code.
+    m = api.encode(obj, debug_info=DEBUG_INFO, out_of_line=sink, pickle_functions=True)
     return m.SerializeToString(deterministic=True), sink.buffers
 
   def __reduce_ex__(self, protocol):
@@ -89,7 +90,7 @@ class _Encoded:
 def _loads(data):
   """The program of pickled bytes or Parts."""
   message, source = external.message_and_source(data)
-  return api.decode(files.parse(message), external=source)
+  return api.decode(files.parse(message), external=source, trust_pickled_code=True)
 
 
 # --- ClosedJaxpr ----------------------------------------------------------------

@@ -2210,3 +2210,83 @@ _add("big_constant", big_constant, (_uniform(911, (4, 512)),),
 # ---------------------------------------------------------------------------
 
 assert len(PROGRAMS) >= 65, len(PROGRAMS)
+
+
+# --- host callbacks, saved by their registered names ---------------------------------
+
+import jaxpr_proto as _jp  # noqa: E402
+
+CALLBACK_LOG: list = []  # what the corpus's callbacks received, in order
+
+
+@_jp.register_callback(name="corpus.record")
+def _record(x, tag="io"):
+  CALLBACK_LOG.append((tag, np.asarray(x).tolist()))
+
+
+@_jp.register_callback(name="corpus.host_sin")
+def _host_sin(x):
+  return np.sin(np.asarray(x)).astype(np.asarray(x).dtype)
+
+
+@_jp.register_callback(name="corpus.host_affine")
+def _host_affine(x, y, *, scale):
+  return (np.asarray(x) * np.asarray(scale) + np.asarray(y)).astype(np.float32)
+
+
+def debug_callback_prog(x):
+  jax.debug.callback(_record, x, tag="debug")
+  jax.debug.callback(_record, jnp.sum(x), "sum")  # a static positional arg
+  return jnp.sin(x) * 2
+
+
+_add("debug_callback_prog", debug_callback_prog, (_uniform(906, (3,)),),
+     notes="jax.debug.callback of a registered function, with static args")
+
+
+def pure_callback_prog(x, y):
+  a = jax.pure_callback(_host_sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
+                        vmap_method="sequential")
+  b = jax.pure_callback(_host_affine, jax.ShapeDtypeStruct(x.shape, jnp.float32), x, y,
+                        scale=jnp.float32(3.0), vmap_method="expand_dims")
+  return a + b
+
+
+_add("pure_callback_prog", pure_callback_prog, (_uniform(907, (3,)), _uniform(908, (3,))),
+     grad_argnums=None, notes="jax.pure_callback with sequential and expand_dims vmap "
+                              "methods and keyword args (not differentiable)")
+
+
+def pure_callback_default(x):
+  return jax.pure_callback(_host_sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x) + x
+
+
+_add("pure_callback_default", pure_callback_default, (_uniform(911, (3,)),), grad_argnums=None,
+     vmap=False, notes="jax.pure_callback with JAX's default vmap_method (None), which newer "
+                       "JAX refuses to vmap")
+
+
+def io_callback_prog(x):
+  from jax.experimental import io_callback
+  io_callback(_record, None, x, ordered=True)
+  y = io_callback(_host_sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x * 2, ordered=True)
+  io_callback(_record, None, y, ordered=True)
+  return y + 1
+
+
+_add("io_callback_prog", io_callback_prog, (_uniform(909, (3,)),), grad_argnums=None,
+     vmap=False, notes="ordered io_callback: the calls keep their order (ordered IO "
+                       "cannot be vmapped)")
+
+
+def callback_shardings(x):
+  from jax.experimental import io_callback
+  one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+  shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+  a = jax.pure_callback(_host_sin, shape, x, sharding=one, vmap_method="sequential")
+  return io_callback(_host_sin, shape, a, sharding=one) * 2
+
+
+# (Callbacks lower only a SingleDeviceSharding, or a NamedSharding of a scalar mesh.)
+_add("callback_shardings", callback_shardings, (_uniform(910, (3,)),), grad_argnums=None,
+     vmap=False, notes="callbacks with a SingleDeviceSharding result")

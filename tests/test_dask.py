@@ -241,3 +241,16 @@ def test_big_constant_travels_out_of_band(client, workers):
   want = np.asarray(run_jaxpr(cj, x)[0])
   got = client.submit(run_jaxpr, cj, x, workers=[workers[0]], pure=False).result()
   assert np.asarray(got[0]).tobytes() == want.tobytes()
+
+
+def test_lambda_callback_ships(client, workers):
+  """A program whose pure_callback is a lambda (registered nowhere): the
+  pickle stream is code anyway, so the callback travels as code, and the
+  worker runs the program."""
+  offset = 0.5
+  fn = lambda x: jax.pure_callback(lambda v: np.asarray(v) * 2 + offset,
+                                   jax.ShapeDtypeStruct(x.shape, x.dtype), x) + 1
+  x = jnp.arange(3, dtype=jnp.float32)
+  f = jp.trace(fn)(x)
+  got = client.submit(f, x, workers=[workers[1]], pure=False).result()
+  np.testing.assert_array_equal(np.asarray(got), np.arange(3) * 2 + 1.5)

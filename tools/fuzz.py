@@ -24,7 +24,10 @@ level, and judges it (`judge`):
   forever under JAX too, and whether a loop ends cannot be decided; so does
   a scan of more than LONG_SCAN steps); a program that needs more memory
   than the machine has (`out_of_memory`, or `loaded_not_run` where a value
-  it makes is over MAX_INPUT_BYTES) says nothing of the file.
+  it makes is over MAX_INPUT_BYTES) says nothing of the file; nor does a
+  host callback that fails (`host_callback_failed`): the function a callback
+  name is bound to is the reading process's own, and a file may declare
+  other result types than it gives, which JAX finds only when it calls it.
 
     .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
@@ -70,7 +73,8 @@ from google.protobuf import descriptor as _descriptor  # noqa: E402
 _FD = _descriptor.FieldDescriptor
 
 # The outcomes that are not bad.
-GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on", "out_of_memory")
+GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on", "out_of_memory",
+        "host_callback_failed")
 # Saved cases whose seed's program can be pulled back end in this: their
 # replay judges vjp too.
 VJP_SUFFIX = "_vjp"
@@ -458,12 +462,20 @@ def _past_time_limit(stage: str) -> tuple[str, str]:
   return "hang", f"{stage} (executing)" if _executing.value else stage
 
 
-def _failed(stage: str, e: Exception) -> tuple[str, str]:
+def _failed(stage: str, e: Exception, cj) -> tuple[str, str]:
   """What JAX raised: out of memory is a program bigger than this machine
   (a 2**31-element padding that the gradient materialises), as _makes_too_big."""
   if "RESOURCE_EXHAUSTED: Out of memory" in str(e):
     return "out_of_memory", f"{stage}: {str(e)[:300]}"
+  if cj is not None and "callback" in str(e).lower() and _any_eqn(cj.jaxpr, _calls_back):
+    # The host function (the reader's own, bound by name) raised, or gave
+    # other types than the file declares: as it would for a user's program.
+    return "host_callback_failed", f"{stage}: {str(e)[:300]}"
   return "fails_in_jax", f"{stage}: {type(e).__name__}: {str(e)[:1500]}"
+
+
+def _calls_back(eqn) -> bool:
+  return eqn.primitive.name in ("pure_callback", "io_callback", "debug_callback")
 
 
 def judge(data: bytes) -> tuple[str, str]:
@@ -497,7 +509,7 @@ def judge(data: bytes) -> tuple[str, str]:
       except _Timeout:
         raise
       except Exception as e:
-        _RUNS[key] = _failed("jit", e)
+        _RUNS[key] = _failed("jit", e, cj)
     return _RUNS[key]
   except _Timeout:
     return _past_time_limit(stage)
@@ -529,7 +541,7 @@ def judge_vjp(data: bytes) -> tuple[str, str]:
   except Exception as e:
     if cj is not None and _any_eqn(cj.jaxpr, _jax_cannot_differentiate):
       return "not_differentiable", f"vjp: {type(e).__name__}: {e}"
-    return _failed("vjp", e)
+    return _failed("vjp", e, cj)
   finally:
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, old)
@@ -661,7 +673,7 @@ def fuzz(n_cases: int, first: int = 0, base_seed: int = 0, seed_list=None, save=
           if save:
             os.makedirs(save, exist_ok=True)
             suffix = VJP_SUFFIX if vjp else ""  # replay judges vjp too
-          pathlib.Path(save, f"s{base_seed}_c{k}_{outcome}{suffix}.jaxpb").write_bytes(data)
+            pathlib.Path(save, f"s{base_seed}_c{k}_{outcome}{suffix}.jaxpb").write_bytes(data)
         done = sum(counts.values())
         if log and done % 500 == 0:
           log(f"{done} cases, {dict(counts)}, {time.time() - t0:.0f}s")

@@ -110,7 +110,8 @@ class _Collector:
 
 
 def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
-          source=None) -> CheckReport:
+          source=None, callbacks=None, trust_pickled_code: bool = False,
+          placeholders: bool = False) -> CheckReport:
   """Checks a .jaxpb (bytes, Module or file path); `jp.check` also takes a
   ClosedJaxpr or jp.Function, which it encodes first. The arrays a file
   stores outside its message are read (and their checksums checked) from
@@ -126,7 +127,8 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
     source = external.Folder.beside(x)
   m = _as_module(x, err)
   if m is not None:
-    run(m, err, report, source=source)
+    run(m, err, report, source=source, callbacks=callbacks,
+        trust_pickled_code=trust_pickled_code, placeholders=placeholders)
   if raise_on_error:
     report.raise_on_error()
   return report
@@ -158,7 +160,8 @@ def _check_versions(m, err, report) -> None:
     err(e.path, e.message, e)
 
 
-def run(m, err, report, *, typecheck: bool = True, source=None):
+def run(m, err, report, *, typecheck: bool = True, source=None, callbacks=None,
+        trust_pickled_code: bool = False, placeholders: bool = False):
   """The stages, in order, reporting each problem to `err(path, message,
   exception=None)`: `check` collects them all; every loader
   (`loading.decode`) passes an `err` that raises the first. Returns (the
@@ -182,7 +185,7 @@ def run(m, err, report, *, typecheck: bool = True, source=None):
 
   err.stage = "params"
   report.stages.append("params")
-  dec = _CheckingDecoder(m, err, source)
+  dec = _CheckingDecoder(m, err, source, callbacks, trust_pickled_code, placeholders)
   params_before = err.count
   root = dec.decode_all()
   if root is not None and err.count == params_before and not dec.version_errors:
@@ -199,7 +202,7 @@ def run(m, err, report, *, typecheck: bool = True, source=None):
   if err.count > params_before or root is None:
     return None
 
-  if typecheck:
+  if typecheck and not dec.unresolved:  # (JAX has no type rule for a placeholder)
     err.stage = "types"
     report.stages.append("types")
     for path, message, is_version in iter_type_errors(dec):
@@ -251,8 +254,9 @@ class _CheckingDecoder(_decoder.Decoder):
   """A Decoder that records errors in params, avals, literals and constants
   and goes on, so that one pass finds them all."""
 
-  def __init__(self, m, err, source=None):
-    super().__init__(m, source)
+  def __init__(self, m, err, source=None, callbacks=None, trust_pickled_code=False,
+               placeholders=False):
+    super().__init__(m, source, callbacks, trust_pickled_code, placeholders)
     self._err = err
     self.version_errors: list[tuple[str, str]] = []
     if self.upgrader:

@@ -18,7 +18,8 @@ class _RaiseFirst:
     raise exception if exception is not None else DecodeError(message, path)
 
 
-def decode(m: pb.Module, *, typecheck: bool = True, source=None):
+def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
+           trust_pickled_code: bool = False, unresolved: str = "error"):
   """Module -> (its Decoder, the root ClosedJaxpr, the function's (in_tree,
   out_tree) or None); raises a DecodeError naming the path of the first
   problem: the checks of `jp.check`, rules and function signature included.
@@ -27,7 +28,17 @@ def decode(m: pb.Module, *, typecheck: bool = True, source=None):
   evaluation: a file with the wrong number of operands or mismatched types is
   refused here rather than failing later, in JAX. Skip it only for files you
   trust. `source` (a wire.external.Source) has the bytes of the arrays stored
-  outside the message.
+  outside the message. `callbacks` ({name: function}) binds host callbacks
+  names for this load, before those registered with jp.register_callback.
+  Only with `trust_pickled_code` is a callback saved as pickled code
+  (`pickle_functions=True`) ever unpickled; without it the file is refused.
+  With `unresolved="placeholder"`, an eqn whose primitive or callback this
+  process lacks becomes a placeholder that raises UnresolvedError when run
+  (the program is then checked structurally, not by JAX's type rules).
   """
+  if unresolved not in ("error", "placeholder"):
+    raise ValueError(f"unresolved must be 'error' or 'placeholder', not {unresolved!r}")
   return checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck,
-                     source=source)
+                     source=source, callbacks=callbacks,
+                     trust_pickled_code=trust_pickled_code,
+                     placeholders=unresolved == "placeholder")

@@ -895,7 +895,30 @@ def _random_wrap(eqn, *, impl, **_):
     yield None, f"random_wrap of {a.str_short()}: key data must be uint32"
 
 
+# pure_callback's vmap methods (JAX's allowed_vmap_methods; None: JAX's default).
+_VMAP_METHODS = frozenset({"sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
+                           "legacy_vectorized", None})
+
+
+def _callback(eqn, *, callback, vmap_method=None, **_):
+  """The callback takes the eqn's operands as the array leaves of its
+  in_tree (the other leaves are debug_callback's static args): JAX unflattens
+  them at run time, in the host callback, where a mismatch fails."""
+  parts = compat.callback_parts(eqn.primitive.name, callback)
+  if parts is None:
+    yield "callback", "is not a callback made by JAX's callback API"
+    return
+  _, in_tree, static_args = parts
+  dynamic = in_tree.num_leaves - len(static_args or ())
+  if dynamic != len(eqn.invars):
+    yield "callback", (f"the callback takes {dynamic} array arguments, the eqn has "
+                       f"{len(eqn.invars)} operands")
+  if vmap_method not in _VMAP_METHODS:
+    yield "vmap_method", f"{vmap_method!r} is none of JAX's vmap methods"
+
+
 RULES = {
+    **{name: _callback for name in compat.CALLBACK_PRIMITIVES},
     "while": _while,
     "random_wrap": _random_wrap,
     "jit": _jit,

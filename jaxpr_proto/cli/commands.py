@@ -58,7 +58,7 @@ def cmd_dump(args) -> int:
   with progress_for([args.file], 2) as progress:
     m = read_module(args.file, progress)
     if args.format == "jaxpr":
-      cj = decode(m, args.file, progress)
+      cj = decode(m, args.file, progress, unresolved="placeholder")
       progress.close()
       if args.source_info:
         text = cj.pretty_print(source_info=True, name_stack=True)
@@ -133,11 +133,12 @@ def cmd_load(args) -> int:
   return EXIT_OK
 
 
-def _run_checks(m, path) -> tuple[list[str], str]:
+def _run_checks(m, path, structure: bool = False) -> tuple[list[str], str]:
   """-> (problems, one line each, and what checked), by jaxpr_proto.check.checker;
-  external arrays are read from the folder of `path`."""
+  external arrays are read from the folder of `path`. With `structure`,
+  primitives and callbacks this process lacks are taken as placeholders."""
   try:
-    report = checker.check(m, source=external.Folder.beside(path))
+    report = checker.check(m, source=external.Folder.beside(path), placeholders=structure)
   except Error as e:
     return [_describe(e)], "jaxpr_proto.check.checker"
   problems = [f"[{stage}] {where or '<module>'}: {msg}"
@@ -161,7 +162,7 @@ def cmd_check(args) -> int:
         failed = True
         continue
       progress.stage(f"checking {os.path.basename(path)}")
-      problems, what = _run_checks(m, path)
+      problems, what = _run_checks(m, path, args.structure)
       progress.close()
       if problems:
         failed = True
@@ -242,8 +243,8 @@ def cmd_run(args) -> int:
 
 def cmd_diff(args) -> int:
   with progress_for([args.a, args.b], 4) as progress:
-    _, a = read_program(args.a, progress)
-    _, b = read_program(args.b, progress)
+    _, a = read_program(args.a, progress, unresolved="placeholder")
+    _, b = read_program(args.b, progress, unresolved="placeholder")
   d = jaxpr_diff.diff(a, b)
   _out(jaxpr_diff.format_diff(d, args.a, args.b))
   return EXIT_OK if d.same else EXIT_FAIL
@@ -314,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
 
   p = add("check", cmd_check, "check files (decode and type-check); exit 1 on problems")
   p.add_argument("files", metavar="FILE", nargs="+")
+  p.add_argument("--structure", action="store_true",
+                 help="take primitives and callbacks this process lacks as placeholders: "
+                      "check the rest (structure, params), not JAX's types")
 
   p = add("info", cmd_info, "eqn counts, bytes by section, sharing, versions "
           "(reads the message only; nothing is decoded)")

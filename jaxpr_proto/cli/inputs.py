@@ -36,18 +36,19 @@ def read_module(path, progress: Progress | None = None):
     return files.read_module(path)
 
 
-def decode(m, path, progress: Progress | None = None):
-  """Module (read from `path`) -> ClosedJaxpr."""
+def decode(m, path, progress: Progress | None = None, unresolved: str = "error"):
+  """Module (read from `path`) -> ClosedJaxpr; `unresolved` as for jp.decode
+  (the commands that only show a program take placeholders)."""
   with _naming_file(path):
     if progress is not None:
       progress.stage(f"decoding {os.path.basename(path)}")
-    return jaxpr_proto.decode(m, external=external.Folder.beside(path))
+    return jaxpr_proto.decode(m, external=external.Folder.beside(path), unresolved=unresolved)
 
 
-def read_program(path, progress: Progress | None = None):
+def read_program(path, progress: Progress | None = None, unresolved: str = "error"):
   """-> (Module, ClosedJaxpr)."""
   m = read_module(path, progress)
-  return m, decode(m, path, progress)
+  return m, decode(m, path, progress, unresolved)
 
 
 # --- arrays for `run` ------------------------------------------------------------

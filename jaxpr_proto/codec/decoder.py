@@ -35,10 +35,18 @@ _COMPUTE_TYPE = re.compile(r"device_host|device|tpu_sparsecore|gpu_stream:[0-9]{
 class Decoder:
   """Reads one Module; `state` holds what it has decoded (see codec.state)."""
 
-  def __init__(self, m: pb.Module, source=None):
+  def __init__(self, m: pb.Module, source=None, callbacks=None, trust_pickled_code=False,
+               placeholders=False):
     self.m = m
     self.state = DecodeState(m, source=source)  # source: of external arrays' bytes
     self.upgrader = upgrade.for_module(m)  # None: written by this JAX's primitives
+    self.callbacks = callbacks  # {name: host function} bound for this load only
+    self.bound_callbacks: dict = {}  # name -> the function each callback name was bound to
+    self.trust_pickled_code = trust_pickled_code  # unpickle callbacks saved as code
+    # unresolved="placeholder": a primitive or callback this process lacks becomes an
+    # UnresolvedPrimitive eqn, listed in `unresolved` as (path, why), instead of an error.
+    self.placeholders = placeholders
+    self.unresolved: list[tuple[str, str]] = []
 
   # --- tables -------------------------------------------------------------
   # closed_jaxpr and jaxpr recurse as deep as sub-jaxprs nest: no helper
@@ -94,8 +102,13 @@ class Decoder:
     except UnknownPrimitiveError as e:
       if jax_ns and self.upgrader.expansion(name) is not None:
         return standins.Expanded(name)  # see _decode_jaxpr
+      why = e.message
       if jax_ns and self.upgrader.newer:
-        raise PrimitiveVersionError(f"{e.message} ({self.upgrader.describe()})", path) from None
+        why = f"{e.message} ({self.upgrader.describe()})"
+      if self.placeholders:
+        return compat.UnresolvedPrimitive(name, why)  # made per eqn in _decode_jaxpr
+      if why != e.message:
+        raise PrimitiveVersionError(why, path) from None
       raise
 
   def param(self, i: int, prim_name: str, path: str):
@@ -194,6 +207,8 @@ class Decoder:
       params = _known_params(done_params, prim.name, e.params)
       if params is None:
         params = param_codecs.decode_params(self, prim.name, e.params, where)
+      if self.placeholders:
+        prim = self._placeholder_for(prim, params, where)
       if self.upgrader:
         params = self.upgrader.params(prim.name, params, where)
       else:
@@ -227,6 +242,21 @@ class Decoder:
       return compat.Jaxpr(constvars, invars, outvars, eqns, effs, debug, msg.is_high)
     except Exception as e:
       raise DecodeError(f"invalid jaxpr: {e}", path) from None
+
+  def _placeholder_for(self, prim, params, where):
+    """The eqn's own UnresolvedPrimitive where its primitive, or its host
+    callback, is unresolved; else `prim`."""
+    why = None
+    if isinstance(prim, compat.UnresolvedPrimitive):
+      why = prim.why
+    elif prim.name in compat.CALLBACK_PRIMITIVES:
+      parts = compat.callback_parts(prim.name, params.get("callback"))
+      if parts is not None and isinstance(parts[0], compat.UnresolvedCallback):
+        why = f"callback {parts[0].name!r} is not bound in this process"
+    if why is None:
+      return prim
+    self.unresolved.append((where, why))
+    return compat.UnresolvedPrimitive(prim.name, why, where)
 
   def debug_info(self, msg: pb.DebugInfo, func_name: str | None = None):
     def strings(o):

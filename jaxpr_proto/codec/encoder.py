@@ -24,9 +24,10 @@ from jaxpr_proto.wire.versions import stamp
 class Encoder:
   """Writes one Module; `state` holds its tables (see codec.state)."""
 
-  def __init__(self, debug_info: bool = True, out_of_line=None):
+  def __init__(self, debug_info: bool = True, out_of_line=None, pickle_functions: bool = False):
     # out_of_line: a wire.external.Sink that takes the bytes of big arrays
     self.state = st = EncodeState(pb.Module(), debug_info, out_of_line=out_of_line)
+    self.pickle_functions = pickle_functions  # unregistered callbacks as cloudpickled code
     st.module.tracebacks.add()  # entry 0 of both: none
     st.module.name_stacks.add()
     st.interned["tracebacks"][None] = 0
@@ -177,7 +178,9 @@ def _optional_strings(xs) -> pb.OptionalStrings:
   return out
 
 
-def encode(closed_jaxpr, *, debug_info: bool = True, out_of_line=None) -> pb.Module:
+def encode(closed_jaxpr, *, debug_info: bool = True, out_of_line=None,
+           pickle_functions: bool = False) -> pb.Module:
   if not isinstance(closed_jaxpr, compat.ClosedJaxpr):
     raise EncodeError(f"expected a ClosedJaxpr, got {type(closed_jaxpr).__qualname__}")
-  return Encoder(debug_info=debug_info, out_of_line=out_of_line).module(closed_jaxpr)
+  return Encoder(debug_info=debug_info, out_of_line=out_of_line,
+                 pickle_functions=pickle_functions).module(closed_jaxpr)

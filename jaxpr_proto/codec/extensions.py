@@ -104,6 +104,28 @@ def _build_device(codec, fields, path):
 register(_device_fields, _named("jax::device"), _build_device)
 
 
+# A SingleDeviceSharding (a callback's result sharding): its device, bound on load
+# as devices are, and its memory kind.
+def _single_device_sharding_fields(v):
+  if type(v) is not jax.sharding.SingleDeviceSharding:
+    return None
+  (device,) = v.device_set
+  return "jax::single_device_sharding", [("device", device), ("memory_kind", v.memory_kind)]
+
+
+def _build_single_device_sharding(codec, fields, path):
+  device, kind = fields.get("device"), fields.get("memory_kind")
+  if not isinstance(device, compat.Device) or not (kind is None or isinstance(kind, str)):
+    raise DecodeError("single_device_sharding needs a device and a str or None memory kind", path)
+  if kind is not None and kind not in {m.kind for m in device.addressable_memories()}:
+    raise DecodeError(f"memory kind {kind!r} is none of {device}'s", path)
+  return jax.sharding.SingleDeviceSharding(device, memory_kind=kind)
+
+
+register(_single_device_sharding_fields, _named("jax::single_device_sharding"),
+         _build_single_device_sharding)
+
+
 # --- FlatTrees (JAX >= 0.11's scan ft_in / ft_out) -----------------------------------
 
 _FLATTREE = "jax::flattree."

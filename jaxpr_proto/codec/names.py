@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import sys
 import threading
 
@@ -267,6 +268,7 @@ for _name, _obj in {
     "jax::checkpoint_policies.everything_saveable": compat.checkpoint_policies.everything_saveable,
     "jax::checkpoint_policies.nothing_saveable": compat.checkpoint_policies.nothing_saveable,
     "jax::abstract_token": compat.abstract_token,
+    **compat.CALLBACK_SINGLETONS,
 }.items():
   SINGLETONS.add(_name, _obj)
 
@@ -279,6 +281,32 @@ def register_pytree_node(cls: type, name: str) -> None:
   if old is not None and old is not cls:
     raise ValueError(f"pytree name {name!r} is already registered to {old}")
   PYTREE_NODES.add(name, cls)
+
+
+# --- host callbacks, by name ---------------------------------------------------
+
+CALLBACKS = NameTable("callback", by_id=True, scan_on_miss=False)
+_CALLBACK_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*([.:][A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def register_callback(fn=None, *, name: str, replace: bool = False):
+  """Registers the host function `fn` of a jax.debug.callback,
+  jax.pure_callback or io_callback under `name` (such as
+  "mylib.log_metrics"), in the process that saves a program calling it and
+  in the one that loads it: the file holds the name, never the code. As a
+  decorator: `@jp.register_callback(name="mylib.log_metrics")`. A name bound
+  to another function is refused unless `replace`."""
+  if fn is None:
+    return lambda f: register_callback(f, name=name, replace=replace)
+  if not callable(fn):
+    raise TypeError(f"register_callback takes a callable, not a {type(fn).__name__}")
+  if not isinstance(name, str) or not _CALLBACK_NAME.fullmatch(name):
+    raise ValueError(f"callback name {name!r} is not a dotted name such as 'mylib.log_metrics'")
+  try:
+    CALLBACKS.add(name, fn, replace=replace)
+  except RegistryError as e:
+    raise RegistryError(f"{e} (pass replace=True to bind the name to {fn!r})") from None
+  return fn
 
 
 # Public modules of flax, equinox and optax whose node classes are registered

@@ -8,7 +8,7 @@ FIXUPS rebuild what depends on several params once all are decoded.
 from __future__ import annotations
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import custom_rules
+from jaxpr_proto.codec import callbacks, custom_rules
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -55,6 +55,7 @@ PARAM_CODECS = {
     ("custom_vjp_call", "out_trees"): _rule_param(custom_rules.encode_vjp_rule, "out_trees"),
     ("custom_lin", "bwd"): _rule_param(custom_rules.encode_lin_rule, "bwd"),
     ("reduce", "computation"): _reduce_computation(),
+    **callbacks.PARAM_CODECS,
 }
 
 

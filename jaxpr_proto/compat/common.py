@@ -24,7 +24,7 @@ from jax._src.random import prng
 from jax._src.state import types as state_types
 
 from jaxpr_proto.compat import memo
-from jaxpr_proto.errors import DecodeError
+from jaxpr_proto.errors import DecodeError, UnresolvedError
 
 ClosedJaxpr = jex_core.ClosedJaxpr
 Jaxpr = jex_core.Jaxpr
@@ -471,3 +471,82 @@ def jit_info(f):
     return cells["fun"], cells["jit_info"]
   except Exception:  # a JAX that builds jit differently: no custom reduction
     return None
+
+
+# --- host callbacks: the user's function inside a callback param ---------------------
+
+from jax._src import callback as _callback_lib  # noqa: E402
+from jax._src import debugging as _debugging  # noqa: E402
+
+CALLBACK_PRIMITIVES = frozenset({"debug_callback", "pure_callback", "io_callback"})
+# The name JAX gives jax.debug.callback's flat function (printed as its param).
+_DEBUG_FLAT_QUALNAME = "debug_callback.<locals>._debug_callback.<locals>._flat_callback"
+
+
+def callback_parts(prim_name: str, value):
+  """(the user's function, in_tree, static_args or None) of a callback
+  primitive's `callback` param as JAX's API makes it, or None for another
+  value: for debug_callback a closure over them, else a _FlatCallback."""
+  if prim_name == "debug_callback":
+    code = getattr(value, "__code__", None)
+    if code is None or getattr(value, "__module__", None) != _debugging.__name__ \
+        or value.__name__ != "_flat_callback":
+      return None
+    cells = dict(zip(code.co_freevars, (c.cell_contents for c in value.__closure__ or ())))
+    if not {"callback", "in_tree", "static_args"} <= set(cells):
+      return None
+    return cells["callback"], cells["in_tree"], dict(cells["static_args"])
+  if isinstance(value, _callback_lib._FlatCallback):
+    return value.callback_func, value.in_tree, None
+  return None
+
+
+def make_callback(prim_name: str, fn, in_tree, static_args):
+  """The `callback` param that JAX's API would make for `fn`."""
+  if prim_name == "debug_callback":
+    flat = _debugging._make_flat_callback(in_tree, fn, dict(static_args or {}))
+    flat.__qualname__ = _DEBUG_FLAT_QUALNAME  # printed as the original's
+    flat.__module__ = _debugging.__name__
+    return flat
+  return _callback_lib._FlatCallback(fn, in_tree)
+
+
+# Param values of the callback primitives written by name (debug_callback's effect).
+CALLBACK_SINGLETONS = {
+    "jax::debug_effect": _debugging.debug_effect,
+    "jax::ordered_debug_effect": _debugging.ordered_debug_effect,
+}
+
+
+# --- what a file names that this process lacks (unresolved="placeholder") ------------
+
+class UnresolvedPrimitive(core.Primitive):
+  """Stands in a loaded program for an eqn whose primitive, or whose host
+  callback, the reading process does not have: the program prints, checks
+  structurally and diffs as the original; binding it (running, tracing,
+  transforming the program) raises UnresolvedError naming the eqn."""
+  multiple_results = True
+
+  def __init__(self, name: str, why: str, path: str = ""):
+    super().__init__(name)
+    self.why, self.path = why, path
+
+  def at(self, path: str) -> "UnresolvedPrimitive":
+    return UnresolvedPrimitive(self.name, self.why, path)
+
+  def bind(self, *args, **params):
+    raise UnresolvedError(f"{self.why}; the program was loaded with placeholders "
+                          "(unresolved='placeholder') and cannot run this eqn", self.path)
+
+
+class UnresolvedCallback:
+  """A host callback's name bound to nothing in this process."""
+
+  def __init__(self, name: str):
+    self.name = name
+
+  def __call__(self, *args, **kwargs):
+    raise UnresolvedError(f"callback {self.name!r} is not bound in this process")
+
+  def __repr__(self):
+    return f"<unresolved callback {self.name}>"

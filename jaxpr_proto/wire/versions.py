@@ -24,7 +24,7 @@ from __future__ import annotations
 from jaxpr_proto.errors import VersionError
 
 FORMAT_MAJOR = 1
-FORMAT_MINOR = 2
+FORMAT_MINOR = 3
 
 # Optional features this reader understands (Module.required_features), with
 # the format minor that introduced each. A writer lists a feature in
@@ -43,6 +43,12 @@ FEATURES: dict[str, int] = {
     # primitive's function param, so that JAX prints it as the original).
     # A 1.1 reader refuses the field; this says why, and by name.
     "function_names": 2,
+    # 1.3: host callbacks by name (the jax::callback extension of the
+    # callback param of debug_callback, pure_callback and io_callback).
+    "callbacks": 3,
+    # 1.3: a callback saved as cloudpickled code (pickle_functions=True),
+    # loaded only with trust_pickled_code=True.
+    "pickled_code": 3,
 }
 SUPPORTED_FEATURES: frozenset[str] = frozenset(FEATURES)
 

@@ -1,0 +1,163 @@
+"""Files that name what the reading process lacks (a library's primitive, a
+host callback): refused by default, naming each; with
+unresolved="placeholder", a program that prints, checks structurally and
+diffs as the original, and raises jp.UnresolvedError naming the eqn when run."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+WRITER = textwrap.dedent("""
+    import sys
+    import numpy as np, jax, jax.numpy as jnp
+    from jax.experimental import io_callback
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+    import jaxpr_proto as jp
+
+    triple = Primitive("triple_plus_one")  # a library's primitive
+    triple.def_impl(lambda x: x * 3.0 + 1.0)
+    triple.def_abstract_eval(lambda x: jax.core.ShapedArray(x.shape, x.dtype))
+    mlir.register_lowering(triple, mlir.lower_fun(lambda x: x * 3.0 + 1.0, multiple_results=False))
+    jp.register_primitive(triple, namespace="mylib")
+
+    @jp.register_callback(name="mylib.log")
+    def log(x):
+      print(x)
+
+    def program(x):
+      y = jnp.sin(triple.bind(jnp.cos(x)))
+      io_callback(log, None, y, ordered=True)
+      return y * 2
+
+    cj = jax.make_jaxpr(program)(np.arange(3, dtype=np.float32))
+    jp.save(cj, sys.argv[1])
+    print(str(cj))
+""")
+
+READER = textwrap.dedent("""
+    import sys, json
+    import numpy as np, jax
+    import jaxpr_proto as jp
+    out = {}
+    try:
+      jp.load(sys.argv[1])
+    except jp.DecodeError as e:
+      out["strict"] = [type(e).__name__, e.path, e.message]
+    cj = jp.load(sys.argv[1], unresolved="placeholder")
+    out["text"] = str(cj)
+    out["check"] = [list(e) for e in jp.check(sys.argv[1]).errors]
+    try:
+      jax.jit(jax.extend.core.jaxpr_as_fun(cj))(np.ones(3, np.float32))
+    except jp.UnresolvedError as e:
+      out["run"] = [e.path, e.message]
+    print(json.dumps(out))
+""")
+
+
+def _run(script, *args):
+  r = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True,
+                     text=True, timeout=300)
+  assert r.returncode == 0, r.stderr[-3000:]
+  return r.stdout
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+  path = tmp_path_factory.mktemp("unresolved") / "program.jaxpb"
+  text = _run(WRITER, path)
+  return path, text.strip()
+
+
+def _norm(s):
+  return " ".join(s.split())
+
+
+def test_strict_by_default(written):
+  path, _ = written
+  got = json.loads(_run(READER, path).strip().splitlines()[-1])
+  kind, where, message = got["strict"]
+  assert kind == "UnknownPrimitiveError" and where == "eqn[1]"
+  assert "mylib::triple_plus_one" in message and "register_primitive" in message
+  assert got["check"] and "mylib::triple_plus_one" in got["check"][0][1]
+
+
+def test_placeholders_print_as_the_original_and_refuse_to_run(written):
+  path, want_text = written
+  got = json.loads(_run(READER, path).strip().splitlines()[-1])
+  # Printed as the original (less the addresses of the callback).
+  strip = lambda s: _norm(s.split("io_callback")[0])
+  assert strip(got["text"]) == strip(want_text)
+  assert "triple_plus_one" in got["text"] and "io_callback" in got["text"]
+  where, message = got["run"]
+  assert where == "eqn[1]" and "mylib::triple_plus_one" in message
+  assert "unresolved='placeholder'" in message
+
+
+def test_unbound_callback_placeholder(tmp_path):
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+  from jax.experimental import io_callback
+
+  import jaxpr_proto as jp
+  from jaxpr_proto.codec import names
+
+  def log(x):
+    pass
+  names.CALLBACKS.add("tests.placeholder_log", log, replace=True)
+  cj = jax.make_jaxpr(lambda x: (io_callback(log, None, x, ordered=True), x * 2)[1])(jnp.ones(2))
+  data = jp.dumps(cj)
+  names.CALLBACKS.add("tests.placeholder_log", lambda x: None, replace=True)
+  del names.CALLBACKS._objects["tests.placeholder_log"]  # as in a process without it
+  with pytest.raises(jp.DecodeError, match="callback 'tests.placeholder_log' is not registered"):
+    jp.loads(data)
+  cj2 = jp.loads(data, unresolved="placeholder")
+  assert "io_callback" in str(cj2) and "unresolved callback tests.placeholder_log" in str(cj2)
+  with pytest.raises(jp.UnresolvedError, match=r"eqn\[0\]: callback 'tests.placeholder_log' "
+                                               "is not bound"):
+    jax.jit(jax.extend.core.jaxpr_as_fun(cj2))(jnp.ones(2))
+  # A function bound for the load resolves it.
+  seen = []
+  cj3 = jp.loads(data, callbacks={"tests.placeholder_log": seen.append})
+  np.testing.assert_array_equal(jax.jit(jax.extend.core.jaxpr_as_fun(cj3))(jnp.ones(2))[0],
+                                np.full(2, 2.0, np.float32))
+  jax.effects_barrier()
+  assert len(seen) == 1
+  with pytest.raises(ValueError, match="unresolved must be"):
+    jp.loads(data, unresolved="ignore")
+
+
+CLI = textwrap.dedent("""
+    import sys, json, io, contextlib
+    from jaxpr_proto.cli import commands
+    out = {}
+    for argv in (["dump", sys.argv[1]], ["check", sys.argv[1]], ["check", "--structure", sys.argv[1]],
+                 ["diff", sys.argv[1], sys.argv[1]], ["info", sys.argv[1]]):
+      o, e = io.StringIO(), io.StringIO()
+      with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+        try:
+          code = commands.main(argv)
+        except SystemExit as x:
+          code = x.code
+      out[" ".join(argv[:2]).replace(sys.argv[1], "F")] = [code, o.getvalue(), e.getvalue()]
+    print(json.dumps(out))
+""")
+
+
+def test_cli_shows_what_it_cannot_run(written):
+  """dump, diff and check --structure take placeholders; check does not."""
+  path, want_text = written
+  got = json.loads(_run(CLI, path).strip().splitlines()[-1])
+  code, out, _ = got["dump F"]
+  assert code == 0 and "triple_plus_one" in out and "io_callback" in out
+  code, out, err = got["check F"]
+  assert code == 1 and "mylib::triple_plus_one" in err
+  code, out, err = got["check --structure"]
+  assert code == 0 and "ok" in out, err
+  assert got["diff F"][0] == 0
+  assert got["info F"][0] == 0 and "mylib" in got["info F"][1]
