@@ -58,6 +58,7 @@ def files(tmp_path_factory):
   # A primitive this process does not know.
   m = jp.encode(traced("scan"))
   m.primitives[0].namespace = "mylib"
+  m.namespaces.add(namespace="mylib", version="1.0")
   p = d / "unknown_prim.jaxpb"
   p.write_bytes(m.SerializeToString(deterministic=True))
   out["unknown_prim"] = str(p)
@@ -169,10 +170,16 @@ def test_bad_file(capsys, files, cmd, which, expected):
 
 
 def test_unknown_primitive_is_readable(capsys, files):
-  code, out, err = run_cli(capsys, "dump", files["unknown_prim"])
+  # Running needs the primitive: refused, saying how to register it.
+  code, out, err = run_cli(capsys, "load", files["unknown_prim"])
   assert code == 1
   assert err.startswith("jaxpr-proto: error: ")
   assert "mylib" in err and "register_primitive" in err
+  # Showing it does not: dump prints the eqn as a placeholder (unresolved="placeholder").
+  code, out, err = run_cli(capsys, "dump", files["unknown_prim"])
+  assert code == 0, err
+  name = jp.parse(pathlib.Path(files["unknown_prim"]).read_bytes()).primitives
+  assert any(p.namespace == "mylib" and p.name in out for p in name)
   # The text forms need no decoding, so they still work.
   code, out, err = run_cli(capsys, "dump", files["unknown_prim"], "--format", "txtpb")
   assert code == 0 and 'namespace: "mylib"' in out
