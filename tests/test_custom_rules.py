@@ -403,3 +403,55 @@ def test_jvp_rule_as_grad_needs_it(primal_out, tangent_out, error):
   assert [p for p, _ in jp.check(data).errors] == ["eqn[0].params.jvp_jaxpr_fun"]
   with pytest.raises(Exception):  # as JAX itself fails at grad of the original
     jax.grad(f)(0.5)
+
+
+# --- linear_call: its transpose, traced at encode time --------------------------
+
+def _linear_call_program():
+  def fun(r, v):  # linear in v: f32[3] -> f32[2]
+    return r[:2] * v[1:]
+
+  def fun_t(r, ct):  # its transpose: f32[2] -> f32[3]
+    return jnp.concatenate([jnp.zeros(1, ct.dtype), r[:2] * ct])
+
+  return lambda r, v: jax.custom_derivatives.linear_call(fun, fun_t, r, v)
+
+
+def test_linear_call_transpose_roundtrips():
+  r, v = jnp.array([1.0, 2.0, 3.0]), jnp.array([0.5, -1.0, 4.0])
+  f = _linear_call_program()
+  cj = jax.make_jaxpr(f)(r, v)
+  cj2 = jp.loads(jp.dumps(cj))
+  assert _norm(str(cj2)) == _norm(str(cj))
+  f2 = _fun(cj2)
+  _eq(f2(r, v), f(r, v))
+  t = lambda g: jax.linear_transpose(lambda v: g(r, v), v)(jnp.array([1.0, 10.0]))
+  _eq(t(f2), t(f))  # the saved transpose, not one derived from the callee
+  g = lambda h: (lambda v: jax.grad(lambda v: jnp.sum(h(r, v) ** 2))(v))
+  _eq(jax.jit(g(f2))(v), g(f)(v))
+  # The gradient's program (a transposed linear_call) saves and runs too.
+  gj = jax.make_jaxpr(g(f))(v)
+  _eq(jax.jit(_fun(jp.loads(jp.dumps(gj))))(v), g(f)(v))
+
+
+@pytest.mark.parametrize("mutate, error", [
+    ("transpose_is_callee", r"params.transpose_thunk: .*transpose_thunk"),
+    ("num_res", r"params.num_res: num_res=9 is out of range for 2 operands"),
+])
+def test_linear_call_hostile(mutate, error):
+  r, v = jnp.array([1.0, 2.0, 3.0]), jnp.array([0.5, -1.0, 4.0])
+  m = jp.encode(jax.make_jaxpr(_linear_call_program())(r, v))
+  root = m.jaxprs[m.closed_jaxprs[m.root].jaxpr]
+  eqn = next(e for e in root.eqns if m.primitives[e.primitive].name == "linear_call")
+  params = {m.params[i].name: i for i in eqn.params}
+  if mutate == "num_res":
+    m.params.add(name="num_res").value.int = 9
+    eqn.params[list(eqn.params).index(params["num_res"])] = len(m.params) - 1
+  else:  # the transpose's closed jaxpr replaced by the callee's (f32[3] -> f32[2])
+    callee = m.params[params["callee"]].value.closed_jaxpr
+    thunk = m.params[params["transpose_thunk"]].value.extension
+    next(f for f in thunk.fields if f.name == "transpose").value.closed_jaxpr = callee
+  data = m.SerializeToString()
+  with pytest.raises(jp.DecodeError, match=error):
+    jp.loads(data)
+  assert not jp.check(data).ok

@@ -917,8 +917,38 @@ def _callback(eqn, *, callback, vmap_method=None, **_):
     yield "vmap_method", f"{vmap_method!r} is none of JAX's vmap methods"
 
 
+def _linear_call(eqn, *, callee, transpose_thunk, num_callee_consts, num_res, **_):
+  """JAX's abstract eval of linear_call returns the callee's outputs and
+  checks nothing else; its transpose rule (grad) binds the saved transpose
+  to (its consts, the residuals, the outputs' cotangents) for the linear
+  operands' cotangents."""
+  n = len(eqn.invars)
+  for param, k in (("num_callee_consts", num_callee_consts), ("num_res", num_res)):
+    bad = _count(param, k, n)
+    if bad:
+      yield bad
+      return
+  if num_callee_consts + num_res > n:
+    yield "num_res", f"num_callee_consts + num_res = {num_callee_consts + num_res} > {n} operands"
+    return
+  found = _jaxpr_fits("callee", callee, _avals(eqn.invars), None)
+  if found:
+    yield from found
+    return
+  try:
+    transpose, t_consts = transpose_thunk()
+  except Exception as e:
+    yield "transpose_thunk", f"cannot be called: {type(e).__name__}: {e}"
+    return
+  res = _avals(eqn.invars)[num_callee_consts:num_callee_consts + num_res]
+  lin = _avals(eqn.invars)[num_callee_consts + num_res:]
+  consts = [compat.core.get_aval(c) for c in t_consts]
+  yield from _jaxpr_fits("transpose_thunk", transpose, consts + res + _out_avals(callee), lin)
+
+
 RULES = {
     **{name: _callback for name in compat.CALLBACK_PRIMITIVES},
+    "linear_call": _linear_call,
     "while": _while,
     "random_wrap": _random_wrap,
     "jit": _jit,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from jaxpr_proto import compat
 from jaxpr_proto.codec import callbacks, custom_rules
-from jaxpr_proto.errors import DecodeError
+from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 
@@ -47,6 +47,41 @@ def _reduce_computation():
   return encode, decode
 
 
+def _linear_call_transpose():
+  """linear_call's transpose_thunk, a Python thunk: called at encode time (as
+  JAX's transpose rule would call it), and saved as what it returns, the
+  transpose's closed jaxpr and its consts; on load, a thunk returning them."""
+  codec = "jax::linear_call_transpose"
+
+  def encode(enc, value, eqn, path):
+    try:
+      transpose, consts = value()
+    except Exception as e:
+      raise EncodeError(f"linear_call's transpose could not be traced: {type(e).__name__}: {e}",
+                        path) from None
+    fields = [("transpose", transpose), ("consts", tuple(consts)),
+              ("name", getattr(value, "__qualname__", "transpose_thunk"))]
+    return pb.Value(extension=pb.Extension(codec=codec, fields=[
+        pb.RecordField(name=f, value=enc.value(v, f"{path}.{f}")) for f, v in fields]))
+
+  def decode(dec, msg, path):
+    ext = msg.extension if msg.WhichOneof("kind") == "extension" else None
+    if ext is None or ext.codec != codec:
+      raise DecodeError(f"expected a {codec} extension", path)
+    fields = {f.name: dec.value(f.value, f"{path}.{f.name}") for f in ext.fields}
+    transpose, consts, name = fields.get("transpose"), fields.get("consts"), fields.get("name")
+    if set(fields) != {"transpose", "consts", "name"} or not isinstance(
+        transpose, compat.ClosedJaxpr) or type(consts) is not tuple or not isinstance(name, str):
+      raise DecodeError(f"{codec} needs a closed jaxpr transpose, a tuple of consts and a "
+                        "str name", path)
+    def thunk():
+      return transpose, list(consts)
+    thunk.__qualname__ = thunk.__name__ = name.rpartition(".")[2] if name else "thunk"
+    thunk.__qualname__ = name  # printed as the original's
+    return thunk
+  return encode, decode
+
+
 # (primitive name, param name) -> (encode, decode)
 PARAM_CODECS = {
     ("custom_jvp_call", "jvp_jaxpr_fun"): _rule_param(custom_rules.encode_jvp_rule, "thunk"),
@@ -56,6 +91,7 @@ PARAM_CODECS = {
     ("custom_lin", "bwd"): _rule_param(custom_rules.encode_lin_rule, "bwd"),
     ("reduce", "computation"): _reduce_computation(),
     **callbacks.PARAM_CODECS,
+    ("linear_call", "transpose_thunk"): _linear_call_transpose(),
 }
 
 
