@@ -57,7 +57,6 @@ def as_function(cj, p):
 UNSUPPORTED: dict[str, str] = {
     "custom_vmap_prog": "custom_vmap's batching rule is a Python callable of "
                         "the batch size, known only at vmap time",
-    "linear_call_prog": "linear_call's transpose_thunk is a Python callable",
     "debug_check_prog": "checkify's err_tree holds checkify.Error pytree nodes "
                         "with Python callables",
 }
