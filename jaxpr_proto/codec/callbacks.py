@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import names
+from jaxpr_proto.codec import extensions, names
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -43,18 +43,10 @@ def _codec(prim_name):
     if static_args:
       fields.append(("static_args", static_args))
     enc.state.features.add(FEATURE)
-    return pb.Value(extension=pb.Extension(codec=CODEC, fields=[
-        pb.RecordField(name=f, value=enc.value(v, f"{path}.{f}")) for f, v in fields]))
+    return extensions.param_value(enc, CODEC, fields, path)
 
   def decode(dec, msg, path):
-    ext = msg.extension if msg.WhichOneof("kind") == "extension" else None
-    if ext is None or ext.codec != CODEC:
-      raise DecodeError(f"expected a {CODEC} extension", path)
-    fields = {}
-    for f in ext.fields:
-      if f.name in fields or f.name not in _FIELDS:
-        raise DecodeError(f"{CODEC} field {f.name!r} is unknown or given twice", path)
-      fields[f.name] = dec.value(f.value, f"{path}.{f.name}")
+    fields = extensions.param_fields(dec, msg, CODEC, _FIELDS, path)
     in_tree, static_args = fields.get("in_tree"), fields.get("static_args", {})
     if not isinstance(in_tree, jax.tree_util.PyTreeDef):
       raise DecodeError("a callback needs the pytree structure of its arguments (in_tree)", path)

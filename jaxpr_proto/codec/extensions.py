@@ -69,6 +69,27 @@ def decode(dec, msg: pb.Extension, path):
   raise DecodeError(f"unknown extension codec {msg.codec!r}", path)
 
 
+def param_value(enc, codec: str, fields, path) -> pb.Value:
+  """The Value of a per-primitive param codec's Extension: `fields` are
+  [(name, value)], each written by the generic value codec."""
+  return pb.Value(extension=pb.Extension(codec=codec, fields=[
+      pb.RecordField(name=f, value=enc.value(v, f"{path}.{f}")) for f, v in fields]))
+
+
+def param_fields(dec, msg: pb.Value, codec: str, allowed, path) -> dict:
+  """{name: value} of a param codec's Extension named `codec`, each field
+  one of `allowed`, at most once."""
+  ext = msg.extension if msg.WhichOneof("kind") == "extension" else None
+  if ext is None or ext.codec != codec:
+    raise DecodeError(f"expected a {codec} extension", path)
+  fields = {}
+  for f in ext.fields:
+    if f.name in fields or f.name not in allowed:
+      raise DecodeError(f"{codec} field {f.name!r} is unknown or given twice", path)
+    fields[f.name] = dec.value(f.value, f"{path}.{f.name}")
+  return fields
+
+
 def _named(codec: str) -> Callable[[str], bool]:
   return lambda name: name == codec
 

@@ -8,7 +8,7 @@ FIXUPS rebuild what depends on several params once all are decoded.
 from __future__ import annotations
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import callbacks, custom_rules
+from jaxpr_proto.codec import callbacks, custom_rules, extensions
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -61,14 +61,10 @@ def _linear_call_transpose():
                         path) from None
     fields = [("transpose", transpose), ("consts", tuple(consts)),
               ("name", getattr(value, "__qualname__", "transpose_thunk"))]
-    return pb.Value(extension=pb.Extension(codec=codec, fields=[
-        pb.RecordField(name=f, value=enc.value(v, f"{path}.{f}")) for f, v in fields]))
+    return extensions.param_value(enc, codec, fields, path)
 
   def decode(dec, msg, path):
-    ext = msg.extension if msg.WhichOneof("kind") == "extension" else None
-    if ext is None or ext.codec != codec:
-      raise DecodeError(f"expected a {codec} extension", path)
-    fields = {f.name: dec.value(f.value, f"{path}.{f.name}") for f in ext.fields}
+    fields = extensions.param_fields(dec, msg, codec, ("transpose", "consts", "name"), path)
     transpose, consts, name = fields.get("transpose"), fields.get("consts"), fields.get("name")
     if set(fields) != {"transpose", "consts", "name"} or not isinstance(
         transpose, compat.ClosedJaxpr) or type(consts) is not tuple or not isinstance(name, str):
@@ -76,7 +72,6 @@ def _linear_call_transpose():
                         "str name", path)
     def thunk():
       return transpose, list(consts)
-    thunk.__qualname__ = thunk.__name__ = name.rpartition(".")[2] if name else "thunk"
     thunk.__qualname__ = name  # printed as the original's
     return thunk
   return encode, decode
