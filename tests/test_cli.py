@@ -365,9 +365,27 @@ def test_run_rejects_wrong_inputs(capsys, files, tmp_path):
   np.savez(tmp_path / "few.npz", np.ones(3, np.float32))
   code, _, err = run_cli(capsys, "run", files["cond"], "--inputs", tmp_path / "few.npz")
   assert code == 1 and "takes 2 inputs" in err
-  np.savez(tmp_path / "wrong.npz", np.ones(3, np.float64), np.int32(0))
+  np.savez(tmp_path / "wrong.npz", np.array([0.5, 0.1, 2.0]), np.int32(0))
   code, _, err = run_cli(capsys, "run", files["cond"], "--inputs", tmp_path / "wrong.npz")
   assert code == 1 and "expected f32[3]" in err and "float64" in err
+  assert "values [1] 0.1 float32 cannot hold exactly" in err  # names what does not fit
+  np.savez(tmp_path / "big.npz", np.ones(3, np.float32), np.int64(2**40))
+  code, _, err = run_cli(capsys, "run", files["cond"], "--inputs", tmp_path / "big.npz")
+  assert code == 1 and "expected i32[]" in err and "1099511627776" in err
+
+
+def test_run_converts_inputs_exactly(capsys, files, tmp_path):
+  """A value that converts exactly is converted: a step count saved with
+  np.asarray(0) is int64 for an i32[] input; float64 halves fit f32."""
+  np.savez(tmp_path / "exact.npz", np.array([0.5, -1.0, 2.0]), np.asarray(1))
+  assert np.load(tmp_path / "exact.npz")["arr_1"].dtype == np.int64
+  code, out, err = run_cli(capsys, "run", files["cond"], "--inputs", tmp_path / "exact.npz",
+                           "--outputs", tmp_path / "out.npz")
+  assert code == 0, err
+  x, i = args_of("cond")
+  want = jaxpr_as_fun(traced("cond"))(np.array([0.5, -1.0, 2.0], np.float32), np.int32(1))
+  with np.load(tmp_path / "out.npz") as z:
+    np.testing.assert_array_equal(z["out_0"], np.asarray(want[0]))
 
 
 # --- diff ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import warnings
 
 import numpy as np
 
@@ -80,10 +81,38 @@ def load_inputs(paths, in_avals, arg_names):
                       f"got {len(arrays)}")
   for k, (x, a, name) in enumerate(zip(arrays, in_avals, names)):
     shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
-    if shape is None or tuple(x.shape) != tuple(shape) or x.dtype != dtype:
-      got = f"{x.dtype}[{','.join(map(str, x.shape))}]"
+    got = f"{x.dtype}[{','.join(map(str, x.shape))}]"
+    if shape is None or tuple(x.shape) != tuple(shape):
       raise CheckFailed(f"input {k} ({name}): expected {avals_str([a])}, got {got}")
+    if x.dtype != dtype:
+      arrays[k], bad = _exactly(x, dtype)
+      if bad:
+        raise CheckFailed(f"input {k} ({name}): expected {avals_str([a])}, got {got}, whose "
+                          f"values {bad} {dtype} cannot hold exactly")
   return arrays
+
+
+def _exactly(x, dtype):
+  """(x converted to dtype, '' ) when every value converts exactly (a step
+  count saved as int64 for an i32[] input), else (x, the values that do not,
+  a few of them with their indices)."""
+  try:
+    dt = np.dtype(dtype)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+      warnings.simplefilter("ignore")  # (complex to real, out-of-range casts)
+      y = x.astype(dt)
+      back = y.astype(x.dtype)
+  except (TypeError, ValueError):  # PRNG keys and other extended dtypes
+    return x, "(all of them)"
+  same = back == x
+  if np.issubdtype(x.dtype, np.inexact):
+    same |= np.isnan(back) & np.isnan(x)
+  if np.all(same):
+    return y, ""
+  where = np.argwhere(~np.asarray(same))[:5]
+  at = lambda i: f"[{','.join(map(str, i))}] " if x.ndim else ""
+  shown = ", ".join(f"{at(i)}{x[tuple(i)].item()!r}" for i in where)
+  return x, shown + (", ..." if np.count_nonzero(~np.asarray(same)) > 5 else "")
 
 
 def random_inputs(in_avals, seed: int):
