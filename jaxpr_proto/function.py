@@ -217,7 +217,9 @@ def decode_function(m: pb.Module, *, typecheck: bool = True, source=None,
                                                 unresolved=unresolved)
   if digest is None:
     digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
-  if dec.bound_callbacks:  # alive as long as the program (and its cache entry) is
+  if dec.unresolved:
+    digest = None  # (not cached: the same bytes may load resolved later)
+  elif dec.bound_callbacks:  # alive as long as the program (and its cache entry) is
     bound = sorted((name, id(fn)) for name, fn in dec.bound_callbacks.items())
     digest = hashlib.sha256(digest + repr(bound).encode()).digest()
   return Function(cj, in_tree, out_tree, m.function.name, _digest=digest)

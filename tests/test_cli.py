@@ -372,6 +372,9 @@ def test_run_rejects_wrong_inputs(capsys, files, tmp_path):
   np.savez(tmp_path / "big.npz", np.ones(3, np.float32), np.int64(2**40))
   code, _, err = run_cli(capsys, "run", files["cond"], "--inputs", tmp_path / "big.npz")
   assert code == 1 and "expected i32[]" in err and "1099511627776" in err
+  np.savez(tmp_path / "sign.npz", np.ones(3, np.float32), np.uint32(2**31 + 7))
+  code, _, err = run_cli(capsys, "run", files["cond"], "--inputs", tmp_path / "sign.npz")
+  assert code == 1 and "2147483655" in err  # not wrapped to a negative int32
 
 
 def test_run_converts_inputs_exactly(capsys, files, tmp_path):

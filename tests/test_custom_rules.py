@@ -13,6 +13,7 @@ from jax import lax
 from jax.extend.core import jaxpr_as_fun
 
 import jaxpr_proto as jp
+from jaxpr_proto import compat
 
 
 def _roundtrip(f, *args):
@@ -453,5 +454,48 @@ def test_linear_call_hostile(mutate, error):
     next(f for f in thunk.fields if f.name == "transpose").value.closed_jaxpr = callee
   data = m.SerializeToString()
   with pytest.raises(jp.DecodeError, match=error):
+    jp.loads(data)
+  assert not jp.check(data).ok
+
+
+def test_reencoding_keeps_rules_apart():
+  """Two custom_jvp functions with the same call but different rules stay
+  two rules when a loaded program is encoded again (as pickling a loaded
+  jp.Function does)."""
+  def make(scale):
+    @jax.custom_jvp
+    def ident(x):
+      return x
+
+    @ident.defjvp
+    def _(primals, tangents):
+      return primals[0], scale * tangents[0]
+    return ident
+
+  a, b = make(2.0), make(3.0)
+  f = lambda x: a(x) + b(x)
+  cj = jax.make_jaxpr(f)(1.0)
+  once = jp.loads(jp.dumps(cj))
+  twice = jp.loads(jp.dumps(once))
+  assert len(jp.encode(once).rules) == len(jp.encode(cj).rules) == 2
+  for g in (once, twice):
+    assert float(jax.grad(_fun(g))(1.0)) == float(jax.grad(f)(1.0)) == 5.0
+
+
+def test_linear_call_with_consts_is_refused():
+  """JAX runs linear_call's callee as an open jaxpr: consts in it would fail
+  inside JAX, so such a file is refused."""
+  r, v = jnp.array([1.0, 2.0, 3.0]), jnp.array([0.5, -1.0, 4.0])
+  cj = jax.make_jaxpr(_linear_call_program())(r, v)
+  k = next(i for i, e in enumerate(cj.jaxpr.eqns) if e.primitive.name == "linear_call")
+  c = np.arange(2, dtype=np.float32) + 7
+  callee = jax.make_jaxpr(lambda r, v: r[:2] * v[1:] + c)(r, v)
+  assert len(callee.consts) == 1
+  eqn = cj.jaxpr.eqns[k]
+  bad = eqn.replace(params={**eqn.params, "callee": callee})
+  cj2 = compat.ClosedJaxpr(cj.jaxpr.replace(eqns=[*cj.jaxpr.eqns[:k], bad, *cj.jaxpr.eqns[k + 1:]]),
+                           cj.consts)
+  data = jp.dumps(cj2)
+  with pytest.raises(jp.DecodeError, match=r"params.callee: callee's jaxpr has consts"):
     jp.loads(data)
   assert not jp.check(data).ok

@@ -130,6 +130,16 @@ def test_unbound_callback_placeholder(tmp_path):
   assert len(seen) == 1
   with pytest.raises(ValueError, match="unresolved must be"):
     jp.loads(data, unresolved="ignore")
+  # The rest of the program is still type-checked: a placeholder takes its
+  # stored types, and a wrong type elsewhere is refused.
+  m = jp.parse(data)
+  root = m.jaxprs[m.closed_jaxprs[m.root].jaxpr]
+  mul = next(e for e in root.eqns if m.primitives[e.primitive].name == "mul")
+  m.avals.add().shaped_array.CopyFrom(m.avals[mul.outvars[0].var.aval].shaped_array)
+  m.avals[-1].shaped_array.shape[0].constant = 5
+  mul.outvars[0].var.aval = len(m.avals) - 1
+  with pytest.raises(jp.DecodeError, match=r"eqn\[1\]"):
+    jp.loads(m.SerializeToString(), unresolved="placeholder")
 
 
 CLI = textwrap.dedent("""

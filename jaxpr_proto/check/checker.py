@@ -202,7 +202,7 @@ def run(m, err, report, *, typecheck: bool = True, source=None, callbacks=None,
   if err.count > params_before or root is None:
     return None
 
-  if typecheck and not dec.unresolved:  # (JAX has no type rule for a placeholder)
+  if typecheck:
     err.stage = "types"
     report.stages.append("types")
     for path, message, is_version in iter_type_errors(dec):

@@ -940,6 +940,10 @@ def _linear_call(eqn, *, callee, transpose_thunk, num_callee_consts, num_res, **
   except Exception as e:
     yield "transpose_thunk", f"cannot be called: {type(e).__name__}: {e}"
     return
+  for param, j in (("callee", callee), ("transpose_thunk", transpose)):
+    if getattr(j, "consts", None):  # JAX runs them as open jaxprs, without their consts
+      yield param, f"{param}'s jaxpr has consts, which linear_call does not pass"
+      return
   res = _avals(eqn.invars)[num_callee_consts:num_callee_consts + num_res]
   lin = _avals(eqn.invars)[num_callee_consts + num_res:]
   consts = [compat.core.get_aval(c) for c in t_consts]

@@ -107,6 +107,11 @@ def _exactly(x, dtype):
   same = back == x
   if np.issubdtype(x.dtype, np.inexact):
     same |= np.isnan(back) & np.isnan(x)
+  if np.issubdtype(x.dtype, np.complexfloating) and not np.issubdtype(dt, np.complexfloating):
+    same &= x.imag == 0
+  if np.issubdtype(x.dtype, np.integer) and np.issubdtype(dt, np.integer):
+    info = np.iinfo(dt)  # (a round trip through the other signedness wraps back)
+    same &= (x >= info.min) & (x <= info.max)
   if np.all(same):
     return y, ""
   where = np.argwhere(~np.asarray(same))[:5]

@@ -53,6 +53,7 @@ def _codec(prim_name):
     _check_call_tree(in_tree, static_args, prim_name, path)
     if "pickled" in fields:
       fn = _unpickled(dec, fields, path)
+      dec.bound_callbacks[f"<pickled at {path}>"] = fn
     else:
       name = fields.get("name")
       if not isinstance(name, str) or not names._CALLBACK_NAME.fullmatch(name):

@@ -30,6 +30,8 @@ def _rule_functions(fun, depth=0, out=None):
     return out
   if isinstance(fun, compat.WrappedFun):
     _rule_functions(fun.f, depth + 1, out)
+  elif isinstance(fun, types.MethodType):  # a decoded rule's thunk: the rule itself
+    out.append(fun.__self__)
   elif isinstance(fun, types.FunctionType):
     if not _is_per_trace(fun):
       out.append(fun)

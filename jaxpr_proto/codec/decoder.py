@@ -207,8 +207,6 @@ class Decoder:
       params = _known_params(done_params, prim.name, e.params)
       if params is None:
         params = param_codecs.decode_params(self, prim.name, e.params, where)
-      if self.placeholders:
-        prim = self._placeholder_for(prim, params, where)
       if self.upgrader:
         params = self.upgrader.params(prim.name, params, where)
       else:
@@ -232,6 +230,8 @@ class Decoder:
           outs.append(compat.DropVar(aval(b.drop.aval, at)))
       if isinstance(prim, standins.Expanded):  # a newer JAX's primitive, computed
         prim, params = self.upgrader.expand(prim.name, ins, outs, params, where)
+      if self.placeholders:
+        prim = self._placeholder_for(prim, params, where, outs, effs)
       eqns.append(compat.eqn(ins, outs, prim, params, effs, si, ctx))
     outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
     effs = effects.decode_effects(msg.effects, scope, f"{prefix}effects")
@@ -243,7 +243,7 @@ class Decoder:
     except Exception as e:
       raise DecodeError(f"invalid jaxpr: {e}", path) from None
 
-  def _placeholder_for(self, prim, params, where):
+  def _placeholder_for(self, prim, params, where, outs, effs):
     """The eqn's own UnresolvedPrimitive where its primitive, or its host
     callback, is unresolved; else `prim`."""
     why = None
@@ -256,7 +256,7 @@ class Decoder:
     if why is None:
       return prim
     self.unresolved.append((where, why))
-    return compat.UnresolvedPrimitive(prim.name, why, where)
+    return compat.UnresolvedPrimitive(prim.name, why).at(where, outs, effs)
 
   def debug_info(self, msg: pb.DebugInfo, func_name: str | None = None):
     def strings(o):

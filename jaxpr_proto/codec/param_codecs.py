@@ -56,6 +56,7 @@ def _linear_call_transpose():
   def encode(enc, value, eqn, path):
     try:
       transpose, consts = value()
+      custom_rules._check_no_tracers(consts)
     except Exception as e:
       raise EncodeError(f"linear_call's transpose could not be traced: {type(e).__name__}: {e}",
                         path) from None

@@ -324,10 +324,13 @@ def _check_once(original):
   return check_jaxpr
 
 
-# JAX's param value types that compare by value (or are singletons).
-for _t in (sharding_impls.NamedSharding, type(sharding_impls.UNSPECIFIED), partition_spec.PartitionSpec, mesh_lib.AbstractMesh,
-           mesh_lib.Mesh, prng.PRNGImpl, core.Primitive, jax.tree_util.PyTreeDef,
-           jax.Device, jax.lax.RaggedDotDimensionNumbers):
+# JAX's param value types whose equality is exact: singletons, objects
+# compared by identity, and shardings and meshes, which the decoder builds
+# only from strs and ints. (Not PyTreeDef or dataclass records: they compare
+# what they hold with ==, where 4 == 4.0 == True.)
+for _t in (sharding_impls.NamedSharding, type(sharding_impls.UNSPECIFIED),
+           partition_spec.PartitionSpec, mesh_lib.AbstractMesh, mesh_lib.Mesh, prng.PRNGImpl,
+           core.Primitive, jax.Device):
   memo.register_value_type(_t)
 
 _EQN_TYPES = memo.memo()  # (primitive, in_avals, params, JAX config) -> (out_avals, effects)
@@ -527,12 +530,16 @@ class UnresolvedPrimitive(core.Primitive):
   transforming the program) raises UnresolvedError naming the eqn."""
   multiple_results = True
 
-  def __init__(self, name: str, why: str, path: str = ""):
+  def __init__(self, name: str, why: str, path: str = "", outvars=(), effects=frozenset()):
     super().__init__(name)
     self.why, self.path = why, path
+    # JAX's type check takes the eqn's stored output types and effects: the
+    # rest of the program is still checked.
+    out = [v.aval for v in outvars]
+    self.abstract_eval = lambda *args, **params: (list(out), set(effects))
 
-  def at(self, path: str) -> "UnresolvedPrimitive":
-    return UnresolvedPrimitive(self.name, self.why, path)
+  def at(self, path: str, outvars, effects) -> "UnresolvedPrimitive":
+    return UnresolvedPrimitive(self.name, self.why, path, outvars, effects)
 
   def bind(self, *args, **params):
     raise UnresolvedError(f"{self.why}; the program was loaded with placeholders "

@@ -20,7 +20,7 @@ import jax.extend.core as jex_core
 import numpy as np
 from jax._src import config, core
 
-MAX_ENTRIES = 1 << 14
+MAX_ENTRIES = 1 << 12
 
 
 class Memo(dict):
@@ -106,7 +106,7 @@ def context_key():
   return config.trace_context()
 
 
-_MAX_CONST_BYTES = 1 << 16  # bigger constants are not hashed: no key
+_MAX_CONST_BYTES = 1 << 10  # bigger constants are not hashed: no key
 
 
 def _array_key(x):
@@ -131,16 +131,18 @@ def fingerprint(j):
   """An exact structural key of a jaxpr or closed jaxpr (variables numbered
   in binding order, params by `value_key`, sub-jaxprs by their own
   fingerprint, constants by their bytes); raises NoKey."""
-  seen: dict[int, tuple] = {}
+  seen: dict[int, int] = {}
   alive = []  # what `seen` keys by id, kept alive while it does
 
   def once(v, make):
-    k = seen.get(id(v))
-    if k is None:
-      seen[id(v)] = ("ref", len(seen))  # what refers back to itself (a rule using itself)
-      alive.append(v)
-      k = seen[id(v)] = make()
-    return k
+    """("def", n, key) at an object's first visit, ("ref", n) at every later
+    one (a rule that uses itself, a sub-jaxpr used twice)."""
+    n = seen.get(id(v))
+    if n is not None:
+      return ("ref", n)
+    n = seen[id(v)] = len(seen)
+    alive.append(v)
+    return ("def", n, make())
 
   def param(v):
     if isinstance(v, _JAXPR_TYPES):
@@ -153,6 +155,11 @@ def fingerprint(j):
     return value_key(v)
 
   return param(j)
+
+
+def _context_key(ctx):
+  """An eqn context by what it holds (compute type, mesh, ...), as printed."""
+  return tuple((s, repr(getattr(ctx, s, None))) for s in getattr(type(ctx), "__slots__", ()))
 
 
 def _fingerprint(j, param):
@@ -179,6 +186,6 @@ def _fingerprint(j, param):
     params = tuple((k, param(v)) for k, v in e.params.items())
     outs = tuple(("drop", v.aval) if isinstance(v, core.DropVar) else bind(v)
                  for v in e.outvars)
-    eqns.append((e.primitive, params, ins, outs, frozenset(e.effects)))
+    eqns.append((e.primitive, params, ins, outs, frozenset(e.effects), _context_key(e.ctx)))
   return (consts, head, tuple(eqns), tuple(atom(a) for a in inner.outvars),
           frozenset(inner.effects))
