@@ -6,7 +6,6 @@ import os
 import pickle
 import subprocess
 import sys
-import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +18,9 @@ import jaxpr_proto as jp
 from jaxpr_proto.codec import arrays
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import external, files
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+import bench  # noqa: E402  (its peak-memory measurement)
 
 MiB = 1 << 20
 
@@ -307,49 +309,14 @@ def test_cli_reads_external_arrays(tmp_path):
 
 # --- memory ----------------------------------------------------------------------
 
-_MEMORY = textwrap.dedent("""
-    import resource, sys, threading, time
-    import numpy as np, jax, jax.numpy as jnp
-    import jaxpr_proto as jp
-    MiB = 1 << 20
-    def rss():  # resident now
-      with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
-    path, what = sys.argv[1], sys.argv[2]
-    base = rss()  # after importing JAX, before the data
-    if what == "save":  # (tracing may copy the data; only the save is watched)
-      w = jnp.ones(256 * MiB // 4, jnp.float32)
-      cj = jax.make_jaxpr(lambda x: x + w.sum())(np.float32(1))
-    peak, done = [rss()], []
-    def watch():
-      while not done:
-        peak.append(rss())
-        time.sleep(0.001)
-    t = threading.Thread(target=watch)
-    t.start()
-    if what == "save":
-      jp.save(cj, path)
-    else:
-      cj = jp.load(path)  # checks every byte's SHA-256, so all of it is read
-      assert sum(np.asarray(c).nbytes for c in cj.consts) >= 256 * MiB
-    done.append(1)
-    t.join()
-    print(base, max(peak + [rss()]))
-""")
-
-
 def test_peak_memory_of_a_256_mib_constant(tmp_path):
   """Saving and loading a program with N = 256 MiB of constants peak at no
   more than N + 256 MiB above the process's size after importing JAX (not 3N)."""
   if not os.path.exists("/proc/self/statm"):
     pytest.skip("needs Linux's /proc/self/statm")
   path = str(tmp_path / "big.jaxpb")
-  env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-  for what in ("save", "load"):
-    r = subprocess.run([sys.executable, "-c", _MEMORY, path, what], capture_output=True,
-                       text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr
-    base, peak = map(int, r.stdout.split())
+  for what in ("save", "load"):  # (the load checks that all 256 MiB came back)
+    _, base, peak = bench.measure_peak(path, what, 256 * MiB)
     assert peak - base <= 512 * MiB, f"{what}: peak {peak - base >> 20} MiB above the baseline"
 
 

@@ -171,7 +171,10 @@ def bench_eqns(sizes, repeat):
           f"dumps {per[0] / base[0]:4.2f}x, loads {per[1] / base[1]:4.2f}x")
 
 
-_BIG = textwrap.dedent("""
+# One step (save or load) of a program closing over a constant of `nbytes`, in a
+# fresh process: prints its time, the resident size after importing JAX, and
+# the peak resident size while the step ran (tests/test_external.py runs it too).
+PEAK_SCRIPT = textwrap.dedent("""
     import resource, sys, threading, time
     import numpy as np, jax, jax.numpy as jnp
     import jaxpr_proto as jp
@@ -194,12 +197,25 @@ _BIG = textwrap.dedent("""
     if what == "save":
       jp.save(cj, path)
     else:
-      cj = jp.load(path)
+      cj = jp.load(path)  # checks every byte's SHA-256, so all of it is read
+      assert sum(np.asarray(c).nbytes for c in cj.consts) >= nbytes
     t = time.perf_counter() - t
     done.append(1)
     watcher.join()
     print(t, base, max(peak + [rss()]))
 """)
+
+
+def measure_peak(path: str, what: str, nbytes: int) -> tuple[float, int, int]:
+  """(seconds, resident bytes after importing JAX, peak resident bytes) of
+  `jp.save` ("save") or `jp.load` ("load") of PEAK_SCRIPT's program."""
+  r = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, path, what, str(nbytes)],
+                     capture_output=True, text=True, timeout=3600,
+                     env={**os.environ, "JAX_PLATFORMS": "cpu"})
+  if r.returncode:
+    raise RuntimeError(f"jp.{what} of a {nbytes:,}-byte constant failed:\n{r.stderr[-3000:]}")
+  t, base, peak = r.stdout.split()
+  return float(t), int(base), int(peak)
 
 
 def bench_big(gib: float):
@@ -208,11 +224,9 @@ def bench_big(gib: float):
   with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "big.jaxpb")
     for what in ("save", "load"):
-      r = subprocess.run([sys.executable, "-c", _BIG, path, what, str(nbytes)],
-                         capture_output=True, text=True, check=True)
-      t, base, peak = r.stdout.split()
-      print(f"  jp.{what}: {float(t):6.2f} s   peak resident "
-            f"{(int(peak) - int(base)) / 2**30:5.2f} GiB above the process after importing JAX "
+      t, base, peak = measure_peak(path, what, nbytes)
+      print(f"  jp.{what}: {t:6.2f} s   peak resident "
+            f"{(peak - base) / 2**30:5.2f} GiB above the process after importing JAX "
             f"(the data is {nbytes / 2**30:.2f} GiB)")
     files = sorted(os.listdir(d))
     print("  files: " + ", ".join(f"{f} {os.path.getsize(os.path.join(d, f)):,} bytes" for f in files))
