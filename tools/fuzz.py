@@ -475,7 +475,8 @@ def _failed(stage: str, e: Exception, cj) -> tuple[str, str]:
 
 
 def _calls_back(eqn) -> bool:
-  return eqn.primitive.name in ("pure_callback", "io_callback", "debug_callback")
+  from jaxpr_proto import compat
+  return eqn.primitive.name in compat.CALLBACK_PRIMITIVES
 
 
 def judge(data: bytes) -> tuple[str, str]:

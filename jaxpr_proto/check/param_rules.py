@@ -435,7 +435,7 @@ def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
   if found:
     yield from found
     return
-  rule = _rule_of(jvp_jaxpr_fun)
+  rule = custom_rules.rule_of(jvp_jaxpr_fun)
   sig = rule.signature() if isinstance(rule, custom_rules.JvpRule) else None
   if sig is None:
     return
@@ -462,17 +462,10 @@ _JVP_VERDICTS = compat.memo.memo()  # (rule's fingerprint, counts, JAX config) -
 def _jvp_rule_verdict(jvp, n_primals, n_outs):
   """Why grad cannot linearize the jvp rule, or None; memoized process-wide
   by the rule's structure (the same rule in every program using it)."""
-  try:
-    key = (compat.memo.fingerprint(jvp), n_primals, n_outs, compat.memo.context_key())
-    hash(key)
-  except Exception:  # NoKey, or a value that will not hash: checked afresh
-    key = None
-  if key is not None and key in _JVP_VERDICTS:
-    return _JVP_VERDICTS[key]
-  why = _primals_of_tangents(jvp, n_primals, n_outs) or _not_linear(jvp, n_primals, n_outs)
-  if key is not None:
-    _JVP_VERDICTS.put(key, why)
-  return why
+  return _JVP_VERDICTS.lookup(
+      lambda: (compat.memo.fingerprint(jvp), n_primals, n_outs, compat.memo.context_key()),
+      lambda: (_primals_of_tangents(jvp, n_primals, n_outs)
+               or _not_linear(jvp, n_primals, n_outs)))
 
 
 def _primals_of_tangents(jvp, n_primals, n_outs):
@@ -535,10 +528,6 @@ def _custom_call_inputs(eqn, call_jaxpr, num_consts):
   return [bad] if bad else _jaxpr_fits("call_jaxpr", call_jaxpr, _avals(eqn.invars), None)
 
 
-def _rule_of(thunk):
-  return getattr(getattr(thunk, "f", None), "__self__", None)  # a WrappedFun of the decoded rule
-
-
 def _custom_vjp_call(eqn, *, call_jaxpr, fwd_jaxpr_thunk, num_consts, bwd=None, out_trees=None, **_):
   """The saved fwd and bwd rules against the call: fwd takes the primals
   after the num_consts consts and gives the residuals it does not forward
@@ -551,9 +540,9 @@ def _custom_vjp_call(eqn, *, call_jaxpr, fwd_jaxpr_thunk, num_consts, bwd=None, 
   if found:
     yield from found
     return
-  rule = _rule_of(fwd_jaxpr_thunk)
+  rule = custom_rules.rule_of(fwd_jaxpr_thunk)
   if isinstance(rule, custom_rules.VjpRule):
-    if _rule_of(bwd) is not rule:
+    if custom_rules.rule_of(bwd) is not rule:
       yield "bwd", "bwd refers to another saved custom_vjp rule than fwd_jaxpr_thunk"
       return
     if out_trees is not rule.out_trees:

@@ -225,10 +225,16 @@ def _eval_with_zeros(cj, args):
   return compat.eval_jaxpr(cj.jaxpr, cj.consts, *args)
 
 
+def rule_of(thunk):
+  """The decoded rule (JvpRule, VjpRule, ...) behind a rule param's thunk
+  (a WrappedFun of one of its methods), or None."""
+  return getattr(getattr(thunk, "f", None), "__self__", None)
+
+
 def _decoded_rule_key(fun, param):
   """The structural key of a decoded custom_jvp rule's thunk, for the
   checker's memo of verdicts on rules (compat.memo.fingerprint)."""
-  rule = getattr(getattr(fun, "f", None), "__self__", None)
+  rule = rule_of(fun)
   sig = rule.signature() if isinstance(rule, JvpRule) else None
   if sig is None:
     raise compat.memo.NoKey

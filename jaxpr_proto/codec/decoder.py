@@ -256,7 +256,7 @@ class Decoder:
     if why is None:
       return prim
     self.unresolved.append((where, why))
-    return compat.UnresolvedPrimitive(prim.name, why).at(where, outs, effs)
+    return compat.UnresolvedPrimitive(prim.name, why, where, outs, effs)
 
   def debug_info(self, msg: pb.DebugInfo, func_name: str | None = None):
     def strings(o):

@@ -35,15 +35,13 @@ def _reduce_computation():
 
   def encode(enc, value, eqn, path):
     name = getattr(value, "__qualname__", None) or type(value).__qualname__
-    return pb.Value(extension=pb.Extension(
-        codec=codec, fields=[pb.RecordField(name="name", value=pb.Value(str=name))]))
+    return extensions.param_value(enc, codec, [("name", name)], path)
 
   def decode(dec, msg, path):
-    ext = msg.extension if msg.WhichOneof("kind") == "extension" else None
-    if ext is None or ext.codec != codec or len(ext.fields) != 1 or ext.fields[0].name != "name" \
-        or ext.fields[0].value.WhichOneof("kind") != "str":
+    name = extensions.param_fields(dec, msg, codec, ("name",), path).get("name")
+    if not isinstance(name, str):
       raise DecodeError(f"expected a {codec} with a str name", path)
-    return ext.fields[0].value.str  # the name; the fixup builds the function
+    return name  # the name; the fixup builds the function
   return encode, decode
 
 

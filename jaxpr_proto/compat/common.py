@@ -345,16 +345,13 @@ def _check_eqn_memo(original):
   def check_eqn(prim, in_avals, params):
     if getattr(_checked, "passed", None) is None:
       return original(prim, in_avals, params)
-    try:
-      key = (prim, tuple(in_avals), memo.params_key(params), memo.context_key())
-      hash(key)
-    except Exception:  # NoKey, or a value that will not hash: checked afresh
-      return original(prim, in_avals, params)
-    hit = _EQN_TYPES.get(key)
-    if hit is None:
+
+    def typed():
       out_avals, effs = original(prim, in_avals, params)
-      hit = _EQN_TYPES.put(key, (tuple(out_avals), effs))
-    return list(hit[0]), hit[1]
+      return tuple(out_avals), effs
+    out_avals, effs = _EQN_TYPES.lookup(
+        lambda: (prim, tuple(in_avals), memo.params_key(params), memo.context_key()), typed)
+    return list(out_avals), effs
   check_eqn._jaxpr_proto_memo = True
   return check_eqn
 
@@ -537,9 +534,6 @@ class UnresolvedPrimitive(core.Primitive):
     # rest of the program is still checked.
     out = [v.aval for v in outvars]
     self.abstract_eval = lambda *args, **params: (list(out), set(effects))
-
-  def at(self, path: str, outvars, effects) -> "UnresolvedPrimitive":
-    return UnresolvedPrimitive(self.name, self.why, path, outvars, effects)
 
   def bind(self, *args, **params):
     raise UnresolvedError(f"{self.why}; the program was loaded with placeholders "

@@ -39,6 +39,22 @@ class Memo(dict):
       self[key] = value
     return value
 
+  def lookup(self, make_key, compute):
+    """compute(), memoized under make_key(); computed afresh where the key
+    cannot be made (NoKey, or a value that will not hash)."""
+    try:
+      key = make_key()
+      hash(key)
+    except Exception:
+      return compute()
+    hit = self.get(key, _MISSING)
+    if hit is _MISSING:
+      hit = self.put(key, compute())
+    return hit
+
+
+_MISSING = object()
+
 
 _MEMOS: list[Memo] = []
 
