@@ -125,9 +125,17 @@ def _program_inputs(p, cj):
   return leaves
 
 
-def write_corpus(out: pathlib.Path, names=None, debug_info=True, log=print):
-  sys.path.insert(0, str(ROOT / "tests"))
+def _corpus():
+  """The test corpus module (importing it registers its host callbacks'
+  names, which its golden files call)."""
+  if str(ROOT / "tests") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tests"))
   import corpus  # noqa: the test corpus
+  return corpus
+
+
+def write_corpus(out: pathlib.Path, names=None, debug_info=True, log=print):
+  corpus = _corpus()
   out.mkdir(parents=True, exist_ok=True)
   entries, skipped = {}, {}
   for p in corpus.PROGRAMS:
@@ -238,6 +246,7 @@ def _verify_one(d, name, entry, run) -> str:
   path = d / f"{name}.jaxpb"
   if hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
     return "file changed (sha256 differs from MANIFEST.json)"
+  _corpus()  # its callbacks, by name
   try:
     cj = jp.load(path)  # with its data file, where it has one
   except Exception as e:
