@@ -366,6 +366,20 @@ def test_reduce_variadic_custom_computation():
   _eq(jax.vmap(f2)(jnp.stack([x, -x])), jax.vmap(f1)(jnp.stack([x, -x])))
 
 
+def sin_with_rule(primal_out, tangent_out):
+  """jnp.sin as a custom_jvp function whose rule gives primal_out(x, t) and
+  tangent_out(x, t) (also used by tests/test_memo.py)."""
+  @jax.custom_jvp
+  def f(x):
+    return jnp.sin(x)
+
+  @f.defjvp
+  def _(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return primal_out(x, t), tangent_out(x, t)
+  return f
+
+
 @pytest.mark.parametrize("primal_out, tangent_out, error", [
     # bilinear in the tangent: JAX's transpose asserts
     (lambda x, t: jnp.sin(x), lambda x, t: t * t,
@@ -385,15 +399,7 @@ def test_jvp_rule_as_grad_needs_it(primal_out, tangent_out, error):
   be linear in the tangents). JAX traces and jits a rule that breaks either,
   and fails inside itself only at grad; such a file is refused on load, by
   the check that `jp.check` runs too."""
-  @jax.custom_jvp
-  def f(x):
-    return jnp.sin(x)
-
-  @f.defjvp
-  def _(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return primal_out(x, t), tangent_out(x, t)
-
+  f = sin_with_rule(primal_out, tangent_out)
   data = jp.dumps(jax.make_jaxpr(f)(1.0))
   if error is None:
     _eq(jax.grad(_fun(jp.loads(data)))(0.5), jax.grad(f)(0.5))

@@ -12,6 +12,7 @@ import pytest
 import jaxpr_proto as jp
 from jaxpr_proto.check import param_rules
 from jaxpr_proto.compat import common, memo
+from tests.test_custom_rules import sin_with_rule
 
 
 def test_value_key_is_exact():
@@ -58,14 +59,7 @@ def test_fingerprint_is_structural():
 
 
 def _rule_file(tangent_out):
-  @jax.custom_jvp
-  def f(x):
-    return jnp.sin(x)
-
-  @f.defjvp
-  def _(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return jnp.sin(x), tangent_out(x, t)
+  f = sin_with_rule(lambda x, t: jnp.sin(x), tangent_out)
   return jp.dumps(jax.make_jaxpr(f)(1.0))
 
 
