@@ -127,10 +127,11 @@ def _program_inputs(p, cj):
 
 def _corpus():
   """The test corpus module (importing it registers its host callbacks'
-  names, which its golden files call)."""
-  if str(ROOT / "tests") not in sys.path:
-    sys.path.insert(0, str(ROOT / "tests"))
-  import corpus  # noqa: the test corpus
+  names, which its golden files call): `tests.corpus`, the one module the
+  test suite imports too (a second copy would register the names again)."""
+  if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+  from tests import corpus  # noqa: the test corpus
   return corpus
 
 
