@@ -2,11 +2,11 @@
 from jaxpr_proto._version import __version__
 
 from jaxpr_proto.errors import (CheckError, DecodeError, EncodeError, Error, InternalError,
-                                PrimitiveVersionError, UnknownPrimitiveError, UnresolvedError,
-                                UnsupportedJaxError, VersionError)
+                                PrimitiveVersionError, RuleNotSavedError, UnknownPrimitiveError,
+                                UnresolvedError, UnsupportedJaxError, VersionError)
 from jaxpr_proto.api import check, clear_caches, decode, dumps, encode, load, loads, parse, save
-from jaxpr_proto.codec.names import (register_callback, register_param_type, register_primitive,
-                                     register_pytree_node)
+from jaxpr_proto.codec.names import (register_callback, register_function, register_param_type,
+                                     register_primitive, register_pytree_node)
 from jaxpr_proto.v1 import jaxpr_pb2 as proto
 from jaxpr_proto.function import Function, trace
 from jaxpr_proto import pickling as _pickling, stages
@@ -16,8 +16,9 @@ _pickling._install_on_import()
 __all__ = [
     "DecodeError", "EncodeError", "Error", "UnknownPrimitiveError",
     "VersionError", "decode", "dumps", "encode", "load", "loads", "parse",
-    "save", "clear_caches", "register_callback", "register_primitive", "register_pytree_node",
+    "save", "clear_caches", "register_callback", "register_function", "register_primitive",
+    "register_pytree_node",
     "register_param_type", "proto", "Function", "trace", "stages",
     "CheckError", "CheckReport", "check", "InternalError", "UnsupportedJaxError", "PrimitiveVersionError",
-    "UnresolvedError",
+    "UnresolvedError", "RuleNotSavedError",
 ]

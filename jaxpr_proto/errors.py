@@ -41,6 +41,12 @@ class UnresolvedError(Error, RuntimeError):
   through an eqn whose primitive or callback this process does not have."""
 
 
+class RuleNotSavedError(Error, NotImplementedError):
+  """A loaded program was transformed where it needs a rule that the file
+  does not hold: custom_vmap's batching rule, a Python function of the batch
+  size (vmap of the loaded program raises this, naming the rule)."""
+
+
 class UnsupportedJaxError(Error, ImportError):
   """The running JAX has no adapter in this jaxpr_proto (raised on import)."""
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 
 import jax
+import numpy as np
 from jax.tree_util import PyTreeDef
 
 from jaxpr_proto import _lru
@@ -38,21 +39,26 @@ class Function:
   Calls run a `jax.jit` of the jaxpr that is compiled once per Function, and
   once per process for Functions loaded from the same bytes.
   """
-  __slots__ = ("closed_jaxpr", "in_tree", "out_tree", "name", "_digest", "_jit",
-               "__weakref__")
+  __slots__ = ("closed_jaxpr", "in_tree", "out_tree", "name", "static_leaves", "_digest",
+               "_jit", "__weakref__")
 
   def __init__(self, closed_jaxpr, in_tree: PyTreeDef, out_tree: PyTreeDef,
-               name: str = "", *, _digest: bytes | None = None):
+               name: str = "", *, static_leaves=(), _digest: bytes | None = None):
+    """`static_leaves`: (position among in_tree's leaves, value) of each leaf
+    fixed at trace time (jp.trace(filter=True)); the others are the inputs."""
     if not isinstance(closed_jaxpr, compat.ClosedJaxpr):
       raise TypeError(f"expected a ClosedJaxpr, got {type(closed_jaxpr).__name__}")
     if not isinstance(in_tree, PyTreeDef) or not isinstance(out_tree, PyTreeDef):
       raise TypeError("in_tree and out_tree must be PyTreeDefs")
+    static_leaves = tuple(sorted(static_leaves, key=lambda kv: kv[0]))
     for problem in signature.problems(in_tree, out_tree, len(closed_jaxpr.jaxpr.invars),
-                                      len(closed_jaxpr.jaxpr.outvars)):
+                                      len(closed_jaxpr.jaxpr.outvars),
+                                      [i for i, _ in static_leaves]):
       raise ValueError(problem)
     self.closed_jaxpr = closed_jaxpr
     self.in_tree = in_tree
     self.out_tree = out_tree
+    self.static_leaves = static_leaves
     self.name = name or "function"
     self._digest = _digest
     self._jit = None
@@ -95,6 +101,8 @@ class Function:
           f"{self.name}: the arguments (args, kwargs) have the structure {tree}, "
           f"but the function was traced with {self.in_tree} (arguments that were "
           "static when it was traced must be left out)")
+    if self.static_leaves:
+      flat = _without_static(self.name, flat, self.static_leaves)
     for i, (x, aval) in enumerate(zip(flat, self.in_avals)):
       _check_arg(self.name, i, x, aval)
     out = self._jitted()(*flat)
@@ -140,6 +148,30 @@ def _same_structure(a: PyTreeDef, b: PyTreeDef) -> bool:
   return len(ka) == len(kb) and all(_same_structure(x, y) for x, y in zip(ka, kb))
 
 
+def _without_static(name, flat, static_leaves):
+  """The inputs among the leaves `flat`, after checking that each static
+  leaf is the one the function was traced with."""
+  for i, v in static_leaves:
+    x = flat[i]
+    if not (x is v or (type(x) is type(v) and not is_array(x) and _equal(x, v))):
+      raise TypeError(f"{name}: argument leaf {i} is static, traced as {v!r}; got {x!r}")
+  static = {i for i, _ in static_leaves}
+  return [x for i, x in enumerate(flat) if i not in static]
+
+
+def _equal(a, b) -> bool:
+  try:
+    return bool(a == b)
+  except Exception:  # an == that is not a bool
+    return False
+
+
+def is_array(x) -> bool:
+  """What jp.trace(filter=True) traces (as eqx.filter_jit does): arrays, and
+  abstract ones; every other leaf is static."""
+  return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct))
+
+
 def _check_arg(name, i, x, aval):
   try:
     t = jax.typeof(x)
@@ -163,22 +195,54 @@ def _jit_for(f: Function):
   return _JIT_CACHE.get_or_make(key, make)
 
 
-def trace(fun, *, static_argnums=(), static_argnames=()):
+def trace(fun, *, static_argnums=(), static_argnames=(), filter: bool = False):
   """`jp.trace(fun, ...)(*args, **kwargs)` -> a `Function`.
 
   Traces `fun` as `jax.jit(fun, static_argnums=..., static_argnames=...)`
   would for these arguments. Arguments may be arrays, Python scalars,
   `jax.ShapeDtypeStruct`s or pytrees of them; static arguments are fixed in
   the Function and are left out when calling it.
+
+  With `filter=True`, as `equinox.filter_jit`: the array leaves of the
+  arguments are traced and every other leaf (a model's activation function,
+  a Python float) is static. The Function keeps the static leaves in its
+  signature, and is called with the whole arguments, checking that each
+  static leaf is the one it was traced with. A file holds a static function
+  by the name it is known by (jax.nn.silu; jp.register_function).
   """
-  jitted = jax.jit(fun, static_argnums=static_argnums, static_argnames=static_argnames)
   name = getattr(fun, "__name__", None)
+  if filter:
+    if static_argnums or static_argnames:
+      raise ValueError("jp.trace(filter=True) takes no static_argnums or static_argnames: "
+                       "every non-array leaf is static")
+    return _filter_trace(fun, name)
+  jitted = jax.jit(fun, static_argnums=static_argnums, static_argnames=static_argnames)
 
   def traced(*args, **kwargs) -> Function:
     t = jitted.trace(*args, **kwargs)
     return Function(t.jaxpr, t.in_tree, t.out_tree, name or t.fun_name)
 
   traced.__name__ = f"trace({name or 'function'})"
+  traced.__doc__ = getattr(fun, "__doc__", None)
+  return traced
+
+
+def _filter_trace(fun, name):
+  def traced(*args, **kwargs) -> Function:
+    flat, tree = jax.tree.flatten((args, kwargs))
+    static = tuple((i, x) for i, x in enumerate(flat) if not is_array(x))
+    inputs = [x for x in flat if is_array(x)]
+
+    def flat_fun(*inputs):
+      it, fixed = iter(inputs), dict(static)
+      a, k = jax.tree.unflatten(tree, [fixed[i] if i in fixed else next(it)
+                                       for i in range(len(flat))])
+      return fun(*a, **k)
+    flat_fun.__name__ = name or "function"
+    t = jax.jit(flat_fun).trace(*inputs)
+    return Function(t.jaxpr, tree, t.out_tree, name or t.fun_name, static_leaves=static)
+
+  traced.__name__ = f"trace({name or 'function'}, filter=True)"
   traced.__doc__ = getattr(fun, "__doc__", None)
   return traced
 
@@ -196,11 +260,14 @@ def encode_function(f: Function, *, debug_info: bool = True, out_of_line=None,
   sig.out_tree.CopyFrom(pytrees.encode_treedef(f.out_tree, enc.value, "function.out_tree"))
   sig.in_avals.extend(enc.aval(a, f"function.in_avals[{i}]") for i, a in enumerate(f.in_avals))
   sig.out_avals.extend(enc.aval(a, f"function.out_avals[{i}]") for i, a in enumerate(f.out_avals))
+  for k, (i, v) in enumerate(f.static_leaves):
+    sig.static_leaves.add(index=i, value=enc.value(v, f"function.static_leaves[{k}]"))
+    enc.state.features.add("static_leaves")
   if len(m.namespaces) != len(enc.state.namespaces):
     # pytree aux data named a primitive of a namespace the jaxpr does not use
     raise EncodeError("the pytree signature refers to primitives the jaxpr does not use",
                       "function")
-  return m
+  return enc.finish()
 
 
 def decode_function(m: pb.Module, *, typecheck: bool = True, source=None,
@@ -211,10 +278,9 @@ def decode_function(m: pb.Module, *, typecheck: bool = True, source=None,
   buffers have none, so the unpickler passes one of message and buffers.
   The host functions its callbacks were bound to count too (a compiled
   program calls the functions it was compiled with)."""
-  dec, cj, (in_tree, out_tree) = loading.decode(m, typecheck=typecheck, source=source,
-                                                callbacks=callbacks,
-                                                trust_pickled_code=trust_pickled_code,
-                                                unresolved=unresolved)
+  dec, cj, (in_tree, out_tree, static_leaves) = loading.decode(
+      m, typecheck=typecheck, source=source, callbacks=callbacks,
+      trust_pickled_code=trust_pickled_code, unresolved=unresolved)
   if digest is None:
     digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
   if dec.unresolved:
@@ -222,4 +288,5 @@ def decode_function(m: pb.Module, *, typecheck: bool = True, source=None,
   elif dec.bound_callbacks:  # alive as long as the program (and its cache entry) is
     bound = sorted((name, id(fn)) for name, fn in dec.bound_callbacks.items())
     digest = hashlib.sha256(digest + repr(bound).encode()).digest()
-  return Function(cj, in_tree, out_tree, m.function.name, _digest=digest)
+  return Function(cj, in_tree, out_tree, m.function.name, static_leaves=static_leaves,
+                  _digest=digest)

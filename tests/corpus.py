@@ -1593,7 +1593,8 @@ def custom_vmap_prog(x):
 
 
 _add("custom_vmap_prog", custom_vmap_prog, (_uniform(123, (4,)),), grad_argnums=None,
-     notes="custom_vmap_call primitive; no autodiff rule defined")
+     vmap=False, notes="custom_vmap_call primitive; no autodiff rule defined; vmap of the "
+     "loaded program raises RuleNotSavedError (tests/test_custom_rules.py)")
 
 
 # ===========================================================================

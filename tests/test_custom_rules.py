@@ -505,3 +505,34 @@ def test_linear_call_with_consts_is_refused():
   with pytest.raises(jp.DecodeError, match=r"params.callee: callee's jaxpr has consts"):
     jp.loads(data)
   assert not jp.check(data).ok
+
+
+# --- custom_vmap: runs and differentiates; vmap says its rule was not saved ----------
+
+@jax.custom_batching.custom_vmap
+def _cv_sin(x):
+  return jnp.sin(x)
+
+
+@_cv_sin.def_vmap
+def _cv_sin_rule(axis_size, in_batched, x):
+  return jnp.cos(x), in_batched[0]  # batches differently from the function: on purpose
+
+
+def test_custom_vmap_runs_differentiates_and_refuses_vmap():
+  x = jnp.linspace(0.1, 1.0, 4)
+  cj = jax.make_jaxpr(lambda x: _cv_sin(x) * 2.0)(x)
+  cj2 = jp.loads(jp.dumps(cj))
+  f, f2 = jaxpr_as_fun(cj), jaxpr_as_fun(cj2)
+  assert re.sub(" at 0x[0-9a-f]+>", ">", str(cj2)) == re.sub(" at 0x[0-9a-f]+>", ">", str(cj))
+  np.testing.assert_array_equal(jax.jit(f2)(x)[0], jax.jit(f)(x)[0])
+  jvp, jvp2 = (jax.jvp(lambda x: g(x)[0], (x,), (x * 3,)) for g in (f, f2))
+  np.testing.assert_array_equal(jvp2[1], jvp[1])
+  # The gradient's program (a custom_vmap of the jvp rule) saves and runs too.
+  g = jax.make_jaxpr(lambda x, t: jax.jvp(lambda x: f(x)[0], (x,), (t,)))(x, x)
+  np.testing.assert_array_equal(jaxpr_as_fun(jp.loads(jp.dumps(g)))(x, x * 3)[1],
+                                jaxpr_as_fun(g)(x, x * 3)[1])
+  # The original batches with its rule (cos); the loaded program cannot, and says so.
+  np.testing.assert_allclose(jax.vmap(f)(x[:, None])[0][:, 0], 2 * jnp.cos(x))
+  with pytest.raises(jp.RuleNotSavedError, match="_cv_sin_rule"):
+    jax.vmap(f2)(x[:, None])

@@ -19,7 +19,6 @@ import pytest
 import jaxpr_proto as jp
 from jaxpr_proto.codec import names
 from tests import corpus
-from tests.test_roundtrip import UNSUPPORTED
 
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
@@ -403,21 +402,8 @@ def _try_save(p):
     except Exception as e:  # the corpus is still being written
       _SAVED[p.name] = f"corpus program does not trace here: {type(e).__name__}: {e}"
     else:
-      try:
-        _SAVED[p.name] = (f, jp.dumps(f))
-      except jp.EncodeError as e:
-        reason = UNSUPPORTED.get(p.name) or FUNCTION_UNSUPPORTED.get(p.name)
-        if reason is None:
-          raise
-        _SAVED[p.name] = f"not supported ({reason}): EncodeError: {e}"
+      _SAVED[p.name] = (f, jp.dumps(f))  # every corpus program's Function saves
   return _SAVED[p.name]
-
-
-# Programs whose Function cannot be saved although their jaxpr can, with why.
-FUNCTION_UNSUPPORTED = {
-    "equinox_module": "the module's pytree aux data holds a Python function "
-                      "(its activation), which the value codec cannot write",
-}
 
 
 def _saved(p):

@@ -165,7 +165,7 @@ def run(m, err, report, *, typecheck: bool = True, source=None, callbacks=None,
   """The stages, in order, reporting each problem to `err(path, message,
   exception=None)`: `check` collects them all; every loader
   (`loading.decode`) passes an `err` that raises the first. Returns (the
-  decoder, the root ClosedJaxpr, the function's (in_tree, out_tree) or
+  decoder, the root ClosedJaxpr, the function's (in_tree, out_tree, static leaves) or
   None), or None where a stage stopped the run."""
   # A file of another major has another structure: say only that.
   if m.format_version.major != versions.FORMAT_MAJOR:

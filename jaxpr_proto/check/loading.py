@@ -21,7 +21,7 @@ class _RaiseFirst:
 def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
            trust_pickled_code: bool = False, unresolved: str = "error"):
   """Module -> (its Decoder, the root ClosedJaxpr, the function's (in_tree,
-  out_tree) or None); raises a DecodeError naming the path of the first
+  out_tree, static leaves) or None); raises a DecodeError naming the path of the first
   problem: the checks of `jp.check`, rules and function signature included.
 
   With `typecheck` (the default) each eqn is also checked by JAX's abstract

@@ -73,6 +73,8 @@ class Structure:
         self.ref("avals", a, f"function.out_avals[{k}]", "aval")
       self.treedef(("f", 0), sig.in_tree, "function.in_tree", 0)
       self.treedef(("f", 0), sig.out_tree, "function.out_tree", 0)
+      for k, leaf in enumerate(sig.static_leaves):
+        self.values(("f", 0), leaf.value, f"function.static_leaves[{k}].value")
     self.assign_paths()
     for path, message in param_errors:
       self.err(self.param_path(path), message)
@@ -114,7 +116,8 @@ class Structure:
     self._refs(node, walk.value_refs(v, path, depth))
 
   _TABLES = {"jaxpr": ("jaxprs", "j"), "closed_jaxpr": ("closed_jaxprs", "c"), "aval": ("avals", "a"),
-             "primitive": ("primitives", None), "rule": ("rules", None)}
+             "primitive": ("primitives", None), "rule": ("rules", None),
+             "traceback": ("tracebacks", None)}
 
   def _refs(self, node, refs) -> None:
     for kind, i, p in refs:
@@ -209,6 +212,8 @@ class Structure:
       for k, e in enumerate(effs):
         if e.HasField("input_var"):
           collect(scope.effect_input, e, f"{where}[{k}]")
+        if e.HasField("value"):
+          self.values(node, e.value, f"{where}[{k}].value")
 
     for k, v in enumerate(j.constvars):
       define(v, f"{prefix}constvars[{k}]")

@@ -211,7 +211,7 @@ class Decoder:
         params = self.upgrader.params(prim.name, params, where)
       else:
         standins.refuse_stand_ins(prim.name, params, where, "")
-      effs = effects.decode_effects(e.effects, scope, f"{where}.effects") if e.effects else set()
+      effs = effects.decode_effects(self, e.effects, scope, f"{where}.effects") if e.effects else set()
       si = tracebacks.decode_source_info(self, e.traceback, e.name_stack, where)
       ctx = self.context(e.context, where)
       outs = []
@@ -234,7 +234,7 @@ class Decoder:
         prim = self._placeholder_for(prim, params, where, outs, effs)
       eqns.append(compat.eqn(ins, outs, prim, params, effs, si, ctx))
     outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
-    effs = effects.decode_effects(msg.effects, scope, f"{prefix}effects")
+    effs = effects.decode_effects(self, msg.effects, scope, f"{prefix}effects")
     debug = self.debug_info(msg.debug_info) if msg.HasField("debug_info") else None
     if debug is None:
       debug = compat.DebugInfo("jaxpr_proto", None, tuple([None] * len(invars)), None)

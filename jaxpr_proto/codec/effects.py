@@ -1,10 +1,12 @@
 """Effects, by name: JAX's effect singletons, effects on an input variable
-(by the variable), and named-axis effects (by the axis name)."""
+(by the variable), named-axis effects (by the axis name), and parametrized
+effects (checkify's error effects) by the generic value codec."""
 from __future__ import annotations
 
 import sys
 
 from jaxpr_proto import compat
+from jaxpr_proto.codec import checkify
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -22,6 +24,9 @@ EFFECTS = _effects_table()
 _EFFECT_NAMES = {id(v): k for k, v in EFFECTS.items()}
 INPUT_EFFECTS = dict(compat.INPUT_EFFECTS)
 _INPUT_EFFECT_NAMES = {v: k for k, v in INPUT_EFFECTS.items()}
+# Effects that are values of a class, written in Effect.value.
+PARAMETRIZED = {checkify.EFFECT: compat.CheckifyErrorEffect}
+_PARAMETRIZED_NAMES = {v: k for k, v in PARAMETRIZED.items()}
 
 
 def effect_name(eff):
@@ -34,7 +39,7 @@ def effect_name(eff):
     return name, eff.input
   if type(eff) is compat.NamedAxisEffect:
     return "jax::named_axis", None
-  return None, None
+  return _PARAMETRIZED_NAMES.get(type(eff)), None
 
 
 def sorted_effects(effs, ids: dict) -> list:
@@ -45,7 +50,7 @@ def sorted_effects(effs, ids: dict) -> list:
   return sorted(effs, key=key)
 
 
-def encode_effect(eff, ids: dict, path: str) -> pb.Effect:
+def encode_effect(enc, eff, ids: dict, path: str) -> pb.Effect:
   """An effect; `ids` numbers the jaxpr's variables, for input effects."""
   name, var = effect_name(eff)
   if name is None:
@@ -55,6 +60,8 @@ def encode_effect(eff, ids: dict, path: str) -> pb.Effect:
     if not isinstance(eff.name, str):
       raise EncodeError(f"axis name {eff.name!r} is not a str", path)
     out.axis_name = eff.name
+  if name in PARAMETRIZED:
+    out.value.CopyFrom(enc.value(eff, f"{path}.value"))
   if var is not None:
     if isinstance(var, int):
       raise EncodeError(f"effect {eff!r} refers to an input by position", path)
@@ -65,7 +72,7 @@ def encode_effect(eff, ids: dict, path: str) -> pb.Effect:
   return out
 
 
-def decode_effects(msgs, scope, path: str) -> set:
+def decode_effects(dec, msgs, scope, path: str) -> set:
   """The effects of a jaxpr or eqn; `scope` (a wire.walk.Scope) has its variables."""
   out = set()
   for k, m in enumerate(msgs):
@@ -76,6 +83,13 @@ def decode_effects(msgs, scope, path: str) -> set:
       continue
     eff = EFFECTS.get(m.name)
     if eff is not None:
+      out.add(eff)
+      continue
+    cls = PARAMETRIZED.get(m.name)
+    if cls is not None:
+      eff = dec.value(m.value, f"{path}[{k}].value") if m.HasField("value") else None
+      if type(eff) is not cls:
+        raise DecodeError(f"effect {m.name} needs its value", f"{path}[{k}]")
       out.add(eff)
       continue
     cls = INPUT_EFFECTS.get(m.name)

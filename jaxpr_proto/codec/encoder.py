@@ -46,7 +46,14 @@ class Encoder:
       m.namespaces.add(namespace=ns, version=jax.__version__ if ns.startswith("jax") else "")
     if st.symbolic_scope is not None:
       m.symbolic_scope.constraints.extend(compat.symbolic_constraints(st.symbolic_scope))
-    m.required_features.extend(sorted(st.features))
+    return self.finish()
+
+  def finish(self) -> pb.Module:
+    """The module with the features and format version of all that was
+    written: again after writing more into it (a Function's signature)."""
+    m = self.state.module
+    del m.required_features[:]
+    m.required_features.extend(sorted(self.state.features))
     stamp(m)  # the oldest format version that reads this file
     return m
 
@@ -131,7 +138,7 @@ class Encoder:
       out.primitive = self.primitive(e.primitive, where)
       out.invars.extend(atom(x, f"{where}.invars[{j}]") for j, x in enumerate(e.invars))
       out.params.extend(param_codecs.encode_params(self, e, where))
-      out.effects.extend(effects.encode_effect(eff, ids, f"{where}.effects") for eff in effects.sorted_effects(e.effects, ids))
+      out.effects.extend(effects.encode_effect(self, eff, ids, f"{where}.effects") for eff in effects.sorted_effects(e.effects, ids))
       si = e.source_info
       out.traceback = tracebacks.encode_traceback(self, si.traceback)
       out.name_stack = tracebacks.encode_name_stack(self, si.name_stack)
@@ -142,7 +149,7 @@ class Encoder:
         else:
           out.outvars.add(var=define(v, f"{where}.outvars[{j}]"))
     msg.outvars.extend(atom(x, f"{path}.outvars[{k}]") for k, x in enumerate(jaxpr.outvars))
-    msg.effects.extend(effects.encode_effect(eff, ids, f"{path}.effects") for eff in effects.sorted_effects(jaxpr.effects, ids))
+    msg.effects.extend(effects.encode_effect(self, eff, ids, f"{path}.effects") for eff in effects.sorted_effects(jaxpr.effects, ids))
     if jaxpr.debug_info is not None and self.state.debug_info:
       msg.debug_info.CopyFrom(self.debug_info_msg(jaxpr.debug_info))
     if getattr(jaxpr, "is_high", False):

@@ -29,13 +29,16 @@ class Extension:
   fields_of: Callable[[object], tuple | None]
   owns: Callable[[str], bool]  # whether a codec name is this kind's
   build: Callable[[str, dict, str], object]  # (codec name, fields, path) -> value
+  feature: str | None = None  # the format feature a file writing it needs
 
 
 EXTENSIONS: list[Extension] = []
 
 
-def register(fields_of, owns, build) -> None:
-  EXTENSIONS.append(Extension(fields_of, owns, build))
+def register(fields_of, owns, build, feature: str | None = None) -> None:
+  """Registers a kind of extension; a file that writes one of its codecs
+  lists `feature` in Module.required_features (wire.versions)."""
+  EXTENSIONS.append(Extension(fields_of, owns, build, feature))
 
 
 # Fields added after their codec, which an older reader refuses: a file that
@@ -52,6 +55,8 @@ def encode(enc, v, path) -> pb.Extension | None:
       if callable(fields):  # computed here, where the path is known
         fields = fields(path)
       out = pb.Extension(codec=name)
+      if e.feature:
+        enc.state.features.add(e.feature)
       for f, x in fields:
         out.fields.add(name=f, value=enc.value(x, f"{path}.{f}"))
         feature = _FIELD_FEATURES.get((name, f))

@@ -309,6 +309,67 @@ def register_callback(fn=None, *, name: str, replace: bool = False):
   return fn
 
 
+# --- functions, by qualified name ----------------------------------------------------
+
+FUNCTIONS = NameTable("function", by_id=True)
+# JAX's public modules whose functions are known by qualified name
+# ("jax.nn.silu"), scanned in this order on first use (the first name of an
+# object wins: jax.nn.silu, not its alias jax.nn.swish).
+FUNCTION_MODULES = ("jax.nn", "jax.numpy", "jax.lax", "jax.numpy.linalg", "jax.numpy.fft",
+                    "jax.scipy.special", "jax.scipy.linalg", "jax.scipy.signal",
+                    "jax.scipy.stats.norm", "jax.random")
+# Functions of known libraries that their pytrees hold (equinox's MLP has
+# final_activation=_identity by default), known once the library is imported.
+KNOWN_LIBRARY_FUNCTIONS = (("equinox.nn._mlp", "_identity"),)
+_jax_functions_scanned = False
+
+
+def _scan_jax_functions() -> None:
+  global _jax_functions_scanned
+  _jax_functions_scanned = True
+  import importlib
+  for mod_name in FUNCTION_MODULES:  # our own list: never a name from a file
+    mod = importlib.import_module(mod_name)
+    for attr, obj in sorted(vars(mod).items()):
+      if (callable(obj) and not attr.startswith("_") and not isinstance(obj, type)
+          and f"{mod_name}.{attr}" not in FUNCTIONS and FUNCTIONS._name(obj) is None):
+        FUNCTIONS.add(f"{mod_name}.{attr}", obj)
+
+
+def function_name(fn):
+  """The name `fn` is known by (a function of JAX's public modules or a known
+  library's, or one registered with register_function or register_callback),
+  or None."""
+  if not _jax_functions_scanned:
+    _scan_jax_functions()
+  return FUNCTIONS.name(fn) or CALLBACKS.name(fn)
+
+
+def function(name: str):
+  """The function known by `name` in this process, or None."""
+  if not _jax_functions_scanned:
+    _scan_jax_functions()
+  return FUNCTIONS.get(name) or CALLBACKS.get(name)
+
+
+def register_function(fn=None, *, name: str, replace: bool = False):
+  """Registers a function that pytrees or params hold (such as a model's
+  activation) under `name` (such as "mylib.gelu_tanh"), in the process that
+  saves and the one that loads: the file holds the name, never the code. As a
+  decorator: `@jp.register_function(name="mylib.gelu_tanh")`."""
+  if fn is None:
+    return lambda f: register_function(f, name=name, replace=replace)
+  if not callable(fn):
+    raise TypeError(f"register_function takes a callable, not a {type(fn).__name__}")
+  if not isinstance(name, str) or not _CALLBACK_NAME.fullmatch(name):
+    raise ValueError(f"function name {name!r} is not a dotted name such as 'mylib.gelu_tanh'")
+  try:
+    FUNCTIONS.add(name, fn, replace=replace)
+  except RegistryError as e:
+    raise RegistryError(f"{e} (pass replace=True to bind the name to {fn!r})") from None
+  return fn
+
+
 # Public modules of flax, equinox and optax whose node classes are registered
 # by name once the user imports them, in order (the first name found for a
 # class wins), and the prefix of the names they give.
@@ -342,6 +403,10 @@ def _scan_library_nodes(new: set[str]) -> None:
     obj = getattr(sys.modules.get(mod_name), attr, None) if mod_name in new else None
     if obj is not None and name not in SINGLETONS:
       SINGLETONS.add(name, obj)
+  for mod_name, attr in KNOWN_LIBRARY_FUNCTIONS:
+    obj = getattr(sys.modules.get(mod_name), attr, None) if mod_name in new else None
+    if obj is not None and f"{mod_name}.{attr}" not in FUNCTIONS:
+      FUNCTIONS.add(f"{mod_name}.{attr}", obj)
   nodes = compat.pytree_node_registry()
   for mod_name, prefix in KNOWN_LIBRARY_MODULES:
     mod = sys.modules.get(mod_name) if mod_name in new else None

@@ -17,6 +17,10 @@ from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 _K = pb.TreeNodeKind
+# Node class -> check(aux, children, path) of a decoded custom node: None, or
+# why the class's own code would fail on it (registered by the codecs of
+# such classes, such as codec.checkify).
+AUX_CHECKS: dict[type, object] = {}
 _BUILTIN = {tuple: _K.TREE_NODE_KIND_TUPLE, list: _K.TREE_NODE_KIND_LIST,
             dict: _K.TREE_NODE_KIND_DICT, type(None): _K.TREE_NODE_KIND_NONE}
 _BUILTIN_INV = {v: k for k, v in _BUILTIN.items()}
@@ -100,6 +104,10 @@ def _decode_node(node, value_decoder, path, depth):
           "call jaxpr_proto.register_pytree_node(cls, name) first", path)
     if node.kind == _K.TREE_NODE_KIND_CUSTOM:
       aux = value_decoder(node.aux, f"{path}.aux")
+      check = AUX_CHECKS.get(cls)
+      problem = check and check(aux, children, path)
+      if problem:
+        raise DecodeError(problem, path)
   try:
     return PyTreeDef.from_node_data_and_children(default_registry, (cls, aux), children)
   except Exception as e:

@@ -150,6 +150,22 @@ def encode_traceback(enc, tb) -> int:
   return i
 
 
+def encode_traceback_value(enc, tb) -> int:
+  """A traceback held as data (checkify's error metadata): as `encode_traceback`."""
+  enc.state.features.add("checkify")
+  return encode_traceback(enc, tb)
+
+
+def decode_traceback_value(dec, i: int, path: str):
+  """The traceback of a `traceback` Value. For 0 (no frames known), a traceback
+  of one frame in a JAX file: JAX calls its methods (as_python_traceback), and
+  it has no user frames, so it is written as 0 again."""
+  return _decode_traceback(dec, i, path) if i else make_traceback([_NO_USER_FRAME])
+
+
+_NO_USER_FRAME = (compat.CHECKIFY_FILE, "<unknown>", -1, -1, -1, -1)
+
+
 def _encode_frame(enc, f) -> pb.Frame:
   file, func, line, col, eline, ecol = f
   return pb.Frame(file=enc.string(file), function=enc.string(func),

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import arrays, extensions, names, pytrees, sharding
+from jaxpr_proto.codec import arrays, extensions, names, pytrees, sharding, tracebacks
 from jaxpr_proto.codec.dtypes import decode_dtype, encode_dtype, jnp_scalar_type
 from jaxpr_proto.compat import standins, upgrade
 from jaxpr_proto.errors import DecodeError, EncodeError
@@ -245,6 +245,19 @@ def _decode_record(dec, msg: pb.Record, path):
   return make_record(cls, fields, path)
 
 
+def _encode_function(enc, v, path):
+  enc.state.features.add("functions")
+  return pb.Value(function=names.function_name(v))
+
+
+def _decode_function(dec, name, path):
+  fn = names.function(name)
+  if fn is None:
+    raise DecodeError(f"function {name!r} is not known in this process: register it with "
+                      f"jaxpr_proto.register_function(fn, name={name!r})", path)
+  return fn
+
+
 def _decode_singleton(dec, name, path):
   obj = names.SINGLETONS.get(name)
   if obj is None:
@@ -280,6 +293,7 @@ _BY_TYPE = {
     compat.NamedSharding: lambda enc, v, path: pb.Value(
         named_sharding=sharding.encode_named_sharding(v, path, enc.state.features)),
     jax.tree_util.PyTreeDef: lambda enc, v, path: pb.Value(treedef=pytrees.encode_treedef(v, enc.value, path)),
+    compat.Traceback: lambda enc, v, path: pb.Value(traceback=tracebacks.encode_traceback_value(enc, v)),
 }
 
 # Families, tried in order when the exact type is not in the table.
@@ -300,6 +314,7 @@ _FAMILIES = [
     (lambda v: names.RECORDS.name(type(v)) is not None, _encode_record),
     (lambda v: compat.policy_record(v) is not None,
      lambda enc, v, path: _encode_named_record(enc, *compat.policy_record(v), path)),
+    (lambda v: callable(v) and names.function_name(v) is not None, _encode_function),
 ]
 
 # Value kind -> decoder.
@@ -328,6 +343,8 @@ _DECODERS = {
     "primitive": lambda dec, m, path: dec.primitive(m.index, path),
     "rule": lambda dec, m, path: dec.rule(m, path),
     "aval": lambda dec, m, path: dec.aval(m, path),
+    "traceback": lambda dec, m, path: tracebacks.decode_traceback_value(dec, m, path),
+    "function": _decode_function,
     "big_int": _decode_big_int,
     "extension": lambda dec, m, path: extensions.decode(dec, m, path),
     "singleton": _decode_singleton,

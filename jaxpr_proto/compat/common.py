@@ -4,6 +4,7 @@ see jaxpr_proto/compat/__init__.py."""
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 
 import jax
@@ -26,6 +27,15 @@ from jax._src.state import types as state_types
 from jaxpr_proto.compat import memo
 from jaxpr_proto.errors import DecodeError, UnresolvedError
 
+# jaxpr_proto's own frames (where it traces a custom rule or a function for
+# the user) are not the user's: files would hold this package's line numbers.
+# Its cli/ is: the demo's model is a user program.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for _entry in sorted(os.listdir(_PACKAGE)):
+  if _entry != "cli" and (_entry.endswith(".py") or os.path.isdir(os.path.join(_PACKAGE, _entry))):
+    source_info_util.register_exclusion(
+        os.path.join(_PACKAGE, _entry) + ("" if _entry.endswith(".py") else os.sep))
+
 ClosedJaxpr = jex_core.ClosedJaxpr
 Jaxpr = jex_core.Jaxpr
 JaxprEqn = core.JaxprEqn
@@ -42,6 +52,8 @@ DebugInfo = core.DebugInfo
 JaxprEqnContext = core.JaxprEqnContext
 MemorySpace = core.MemorySpace
 SourceInfo = source_info_util.SourceInfo
+Traceback = source_info_util.Traceback
+PyTreeDef = jax.tree_util.PyTreeDef
 NameStack = source_info_util.NameStack
 Scope = source_info_util.Scope
 Transform = source_info_util.Transform
@@ -252,7 +264,9 @@ def internal_pytree_types():
   from jax._src.lax.control_flow.solves import _LinearSolveTuple
   return {"jax::NDIndexer": indexing.NDIndexer, "jax::Slice": indexing.Slice,
           "jax::Residuals": custom_derivatives.Residuals,
-          "jax::_LinearSolveTuple": _LinearSolveTuple}
+          "jax::_LinearSolveTuple": _LinearSolveTuple,
+          "jax::checkify.Error": CheckifyError,
+          **{f"jax::checkify.{n}": c for n, c in CHECKIFY_EXCEPTIONS.items()}}
 
 
 def extra_enum_types():
@@ -516,6 +530,45 @@ CALLBACK_SINGLETONS = {
     "jax::debug_effect": _debugging.debug_effect,
     "jax::ordered_debug_effect": _debugging.ordered_debug_effect,
 }
+
+
+def tracing_treedef(t):
+  """`t` in the registry where JAX builds custom_vmap_call's in_tree (JAX
+  0.10 has one registry)."""
+  return t
+
+
+def custom_vmap_rule(fn):
+  """custom_vmap_call's `rule` param for the batching rule `fn`, as JAX's
+  custom_vmap makes it."""
+  from jax._src import custom_batching
+  return custom_batching.ClosedRule(fn, core.DebugInfo("custom_vmap rule", fn.__qualname__,
+                                                       None, None))
+
+
+# --- checkify's errors: pytree nodes and effects in err_tree and out_trees ------------
+
+from jax._src import checkify as _checkify  # noqa: E402
+
+CheckifyError = _checkify.Error
+CHECKIFY_FILE = _checkify.__file__  # a JAX file: no user frame
+CheckifyErrorEffect = _checkify.ErrorEffect
+# The exception classes whose treedefs an Error's metadata holds, by name
+# (BatchedError only exists while an Error is read).
+CHECKIFY_EXCEPTIONS = {c.__name__: c for c in (
+    _checkify.FailedCheckError, _checkify.NaNError, _checkify.OOBError,
+    _checkify.DivisionByZeroError)}
+
+
+def reserve_checkify_codes(largest: int) -> None:
+  """Makes checkify's process-wide error codes, which key an Error's
+  metadata, start after `largest`: a loaded program holds codes another
+  process gave out, and a check that this process checkifies later must
+  not take one of them."""
+  import itertools
+  first = _checkify.next_code()
+  if first <= largest:
+    _checkify.next_code = itertools.count(largest + 1).__next__
 
 
 # --- what a file names that this process lacks (unresolved="placeholder") ------------

@@ -321,14 +321,16 @@ class Param(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[_Union[Value, _Mapping]] = ...) -> None: ...
 
 class Effect(_message.Message):
-    __slots__ = ("name", "input_var", "axis_name")
+    __slots__ = ("name", "input_var", "axis_name", "value")
     NAME_FIELD_NUMBER: _ClassVar[int]
     INPUT_VAR_FIELD_NUMBER: _ClassVar[int]
     AXIS_NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
     name: str
     input_var: int
     axis_name: str
-    def __init__(self, name: _Optional[str] = ..., input_var: _Optional[int] = ..., axis_name: _Optional[str] = ...) -> None: ...
+    value: Value
+    def __init__(self, name: _Optional[str] = ..., input_var: _Optional[int] = ..., axis_name: _Optional[str] = ..., value: _Optional[_Union[Value, _Mapping]] = ...) -> None: ...
 
 class Frame(_message.Message):
     __slots__ = ("file", "function", "line", "column", "end_line", "end_column")
@@ -617,7 +619,7 @@ class NoneValue(_message.Message):
     def __init__(self) -> None: ...
 
 class Value(_message.Message):
-    __slots__ = ("none", "bool", "int", "float", "complex", "str", "bytes", "dtype", "array", "tuple", "list", "dict", "jaxpr", "closed_jaxpr", "enum", "record", "treedef", "mesh", "partition_spec", "named_sharding", "primitive", "rule", "aval", "frozenset", "big_int", "extension", "singleton", "symbolic_dim")
+    __slots__ = ("none", "bool", "int", "float", "complex", "str", "bytes", "dtype", "array", "tuple", "list", "dict", "jaxpr", "closed_jaxpr", "enum", "record", "treedef", "mesh", "partition_spec", "named_sharding", "primitive", "rule", "aval", "frozenset", "big_int", "extension", "singleton", "symbolic_dim", "traceback", "function")
     NONE_FIELD_NUMBER: _ClassVar[int]
     BOOL_FIELD_NUMBER: _ClassVar[int]
     INT_FIELD_NUMBER: _ClassVar[int]
@@ -646,6 +648,8 @@ class Value(_message.Message):
     EXTENSION_FIELD_NUMBER: _ClassVar[int]
     SINGLETON_FIELD_NUMBER: _ClassVar[int]
     SYMBOLIC_DIM_FIELD_NUMBER: _ClassVar[int]
+    TRACEBACK_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_FIELD_NUMBER: _ClassVar[int]
     none: NoneValue
     bool: bool
     int: int
@@ -674,7 +678,9 @@ class Value(_message.Message):
     extension: Extension
     singleton: str
     symbolic_dim: str
-    def __init__(self, none: _Optional[_Union[NoneValue, _Mapping]] = ..., bool: _Optional[bool] = ..., int: _Optional[int] = ..., float: _Optional[float] = ..., complex: _Optional[_Union[Complex, _Mapping]] = ..., str: _Optional[str] = ..., bytes: _Optional[bytes] = ..., dtype: _Optional[_Union[DtypeValue, _Mapping]] = ..., array: _Optional[_Union[Array, _Mapping]] = ..., tuple: _Optional[_Union[ValueList, _Mapping]] = ..., list: _Optional[_Union[ValueList, _Mapping]] = ..., dict: _Optional[_Union[Dict, _Mapping]] = ..., jaxpr: _Optional[int] = ..., closed_jaxpr: _Optional[int] = ..., enum: _Optional[_Union[EnumValue, _Mapping]] = ..., record: _Optional[_Union[Record, _Mapping]] = ..., treedef: _Optional[_Union[TreeDef, _Mapping]] = ..., mesh: _Optional[_Union[Mesh, _Mapping]] = ..., partition_spec: _Optional[_Union[PartitionSpec, _Mapping]] = ..., named_sharding: _Optional[_Union[NamedSharding, _Mapping]] = ..., primitive: _Optional[_Union[PrimitiveRef, _Mapping]] = ..., rule: _Optional[int] = ..., aval: _Optional[int] = ..., frozenset: _Optional[_Union[ValueList, _Mapping]] = ..., big_int: _Optional[str] = ..., extension: _Optional[_Union[Extension, _Mapping]] = ..., singleton: _Optional[str] = ..., symbolic_dim: _Optional[str] = ...) -> None: ...
+    traceback: int
+    function: str
+    def __init__(self, none: _Optional[_Union[NoneValue, _Mapping]] = ..., bool: _Optional[bool] = ..., int: _Optional[int] = ..., float: _Optional[float] = ..., complex: _Optional[_Union[Complex, _Mapping]] = ..., str: _Optional[str] = ..., bytes: _Optional[bytes] = ..., dtype: _Optional[_Union[DtypeValue, _Mapping]] = ..., array: _Optional[_Union[Array, _Mapping]] = ..., tuple: _Optional[_Union[ValueList, _Mapping]] = ..., list: _Optional[_Union[ValueList, _Mapping]] = ..., dict: _Optional[_Union[Dict, _Mapping]] = ..., jaxpr: _Optional[int] = ..., closed_jaxpr: _Optional[int] = ..., enum: _Optional[_Union[EnumValue, _Mapping]] = ..., record: _Optional[_Union[Record, _Mapping]] = ..., treedef: _Optional[_Union[TreeDef, _Mapping]] = ..., mesh: _Optional[_Union[Mesh, _Mapping]] = ..., partition_spec: _Optional[_Union[PartitionSpec, _Mapping]] = ..., named_sharding: _Optional[_Union[NamedSharding, _Mapping]] = ..., primitive: _Optional[_Union[PrimitiveRef, _Mapping]] = ..., rule: _Optional[int] = ..., aval: _Optional[int] = ..., frozenset: _Optional[_Union[ValueList, _Mapping]] = ..., big_int: _Optional[str] = ..., extension: _Optional[_Union[Extension, _Mapping]] = ..., singleton: _Optional[str] = ..., symbolic_dim: _Optional[str] = ..., traceback: _Optional[int] = ..., function: _Optional[str] = ...) -> None: ...
 
 class DtypeValue(_message.Message):
     __slots__ = ("dtype", "key_impl", "jnp_scalar_type", "numpy_scalar_type")
@@ -755,15 +761,25 @@ class CustomVjpRule(_message.Message):
     def __init__(self, fwd: _Optional[int] = ..., bwd: _Optional[int] = ..., fwd_name: _Optional[str] = ..., bwd_name: _Optional[str] = ..., out_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., res_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., input_fwds: _Optional[_Iterable[int]] = ..., fwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., bwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., trace_error: _Optional[str] = ...) -> None: ...
 
 class FunctionSignature(_message.Message):
-    __slots__ = ("in_tree", "out_tree", "in_avals", "out_avals", "name")
+    __slots__ = ("in_tree", "out_tree", "in_avals", "out_avals", "name", "static_leaves")
     IN_TREE_FIELD_NUMBER: _ClassVar[int]
     OUT_TREE_FIELD_NUMBER: _ClassVar[int]
     IN_AVALS_FIELD_NUMBER: _ClassVar[int]
     OUT_AVALS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    STATIC_LEAVES_FIELD_NUMBER: _ClassVar[int]
     in_tree: TreeDef
     out_tree: TreeDef
     in_avals: _containers.RepeatedScalarFieldContainer[int]
     out_avals: _containers.RepeatedScalarFieldContainer[int]
     name: str
-    def __init__(self, in_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., out_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., in_avals: _Optional[_Iterable[int]] = ..., out_avals: _Optional[_Iterable[int]] = ..., name: _Optional[str] = ...) -> None: ...
+    static_leaves: _containers.RepeatedCompositeFieldContainer[StaticLeaf]
+    def __init__(self, in_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., out_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., in_avals: _Optional[_Iterable[int]] = ..., out_avals: _Optional[_Iterable[int]] = ..., name: _Optional[str] = ..., static_leaves: _Optional[_Iterable[_Union[StaticLeaf, _Mapping]]] = ...) -> None: ...
+
+class StaticLeaf(_message.Message):
+    __slots__ = ("index", "value")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    value: Value
+    def __init__(self, index: _Optional[int] = ..., value: _Optional[_Union[Value, _Mapping]] = ...) -> None: ...

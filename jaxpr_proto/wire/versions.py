@@ -49,6 +49,13 @@ FEATURES: dict[str, int] = {
     # 1.3: a callback saved as cloudpickled code (pickle_functions=True),
     # loaded only with trust_pickled_code=True.
     "pickled_code": 3,
+    # 1.3: checkify's errors: Value.traceback (an Error's metadata) and
+    # Effect.value (its error effects), in err_tree params and out_trees.
+    "checkify": 3,
+    # 1.3: Value.function, a function by the name the reader knows it by.
+    "functions": 3,
+    # 1.3: FunctionSignature.static_leaves (jp.trace(filter=True)).
+    "static_leaves": 3,
 }
 SUPPORTED_FEATURES: frozenset[str] = frozenset(FEATURES)
 

@@ -23,7 +23,7 @@ RULE_JAXPRS: dict[str, tuple[str, ...]] = {"jvp": ("jvp",), "vjp": ("fwd", "bwd"
 # Value kinds that refer to a table, and the field of the Value that holds the index.
 _REFS = {"jaxpr": lambda v: v.jaxpr, "closed_jaxpr": lambda v: v.closed_jaxpr,
          "primitive": lambda v: v.primitive.index, "rule": lambda v: v.rule,
-         "aval": lambda v: v.aval}
+         "aval": lambda v: v.aval, "traceback": lambda v: v.traceback}
 _SEQUENCES = ("tuple", "list", "frozenset")
 
 MAX_VALUE_DEPTH = 90  # below protobuf's own parse limit (100 nested messages)
@@ -34,7 +34,7 @@ PROBLEM = "problem"
 def value_refs(v: pb.Value, path: str, depth: int = 0) -> Iterator[tuple[str, object, str]]:
   """(kind, index, path) of each table reference in `v`, where kind is a
   Value kind of `_REFS` ("jaxpr", "closed_jaxpr", "primitive", "rule",
-  "aval"); and (PROBLEM, message, path) for an empty value or one nested
+  "aval", "traceback"); and (PROBLEM, message, path) for an empty value or one nested
   deeper than MAX_VALUE_DEPTH, which is not walked further."""
   return _walk([(v, path, depth)])
 

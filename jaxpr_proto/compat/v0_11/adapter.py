@@ -87,3 +87,20 @@ def bwd_cotangents(ret):
 
 def bwd_return(cotangents):
   return cotangents, None
+
+
+def reserve_checkify_codes(largest: int) -> None:
+  """checkify's error codes are per checkify call (a CheckifyContext), not
+  process-wide: nothing to reserve."""
+
+
+def tracing_treedef(t):
+  """`t` in JAX's tracing registry, where JAX builds the treedefs of some
+  params (custom_vmap_call's in_tree) and combines them with
+  its own (treedef_tuple_tracing_registry refuses another registry's)."""
+  from jax._src.tree_util import tracing_registry
+  data = t.node_data()
+  if data is None:
+    return tracing_registry.flatten(0)[1]
+  children = [tracing_treedef(c) for c in jax.tree_util.treedef_children(t)]
+  return jax.tree_util.PyTreeDef.from_node_data_and_children(tracing_registry, data, children)
