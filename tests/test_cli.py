@@ -79,7 +79,7 @@ def run_cli(capsys, *argv):
 
 # --- generic: help, usage errors, missing and bad files ------------------------------
 
-COMMANDS = ["dump", "convert", "load", "check", "info", "run", "diff", "trace", "demo"]
+COMMANDS = ["dump", "convert", "load", "check", "info", "run", "diff", "trace", "view", "demo"]
 
 
 def test_help(capsys):
@@ -142,10 +142,11 @@ def _argv_for(cmd, path, files):
       "info": ["info", path],
       "run": ["run", path, "--random"],
       "diff": ["diff", files["mlp"], path],
+      "view": ["view", path, "-o", os.path.join(files["dir"], "out.html")],
   }[cmd]
 
 
-FILE_COMMANDS = ["dump", "convert", "load", "check", "info", "run", "diff"]
+FILE_COMMANDS = ["dump", "convert", "load", "check", "info", "run", "diff", "view"]
 
 
 @pytest.mark.parametrize("cmd", FILE_COMMANDS)

@@ -20,7 +20,7 @@ import numpy as np
 
 import jaxpr_proto
 from jaxpr_proto.check import checker
-from jaxpr_proto.cli import jaxpr_diff
+from jaxpr_proto.cli import jaxpr_diff, view
 from jaxpr_proto.cli.argspec import parse_arg_specs
 from jaxpr_proto.cli.eqn_counts import eqn_counts
 from jaxpr_proto.cli.exits import (EXIT_FAIL, EXIT_OK, EXIT_USAGE, PROG, CheckFailed,
@@ -73,6 +73,11 @@ def cmd_dump(args) -> int:
 
 
 def cmd_convert(args) -> int:
+  from jaxpr_proto.cli import convert
+  if convert.handles(args.output):  # StableHLO, jax.export, ONNX: by jax.export and jax2onnx
+    return convert.cmd_convert(args)
+  if args.poly is not None:
+    raise UsageError("--poly is for .mlir, .jaxexport and .onnx outputs")
   src_form, dst_form = _form_of(args.input), _form_of(args.output)
   with progress_for([args.input], 2) as progress:
     m = read_module(args.input, progress)
@@ -306,9 +311,14 @@ def build_parser() -> argparse.ArgumentParser:
                  help="with --format jaxpr: show source locations and name stacks")
 
   p = add("convert", cmd_convert, "convert between .jaxpb, .txtpb and .json, by extension "
-          "(exact: the Module is unchanged)")
+          "(exact: the Module is unchanged); or to .mlir (StableHLO text), .jaxexport "
+          "(serialized jax.export.Exported) or .onnx (by jax2onnx)")
   p.add_argument("input", metavar="IN")
   p.add_argument("output", metavar="OUT")
+  p.add_argument("--poly", metavar="SPECS",
+                 help="for .mlir, .jaxexport, .onnx: symbolic input dims as jax.export "
+                      "spells them, one spec for all inputs ('b,...') or one per flat "
+                      "input separated by ';' ('b,3;b'); _ keeps a dim, ... the rest")
 
   p = add("load", cmd_load, "decode a program, run jax's check_jaxpr, print a summary")
   p.add_argument("file", metavar="FILE")
@@ -353,6 +363,10 @@ def build_parser() -> argparse.ArgumentParser:
                  help="the file to write: .jaxpb, .txtpb or .json")
   p.add_argument("--no-debug-info", action="store_true",
                  help="leave out source locations and argument names")
+
+  p = add("view", view.cmd_view, "write one self-contained HTML page that shows a program "
+          "as an interactive graph")
+  view.add_arguments(p)
 
   p = add("demo", cmd_demo, "trace an MLP training step, save, load, and compare runs "
           "and gradients bitwise")
