@@ -1593,8 +1593,16 @@ def custom_vmap_prog(x):
 
 
 _add("custom_vmap_prog", custom_vmap_prog, (_uniform(123, (4,)),), grad_argnums=None,
-     vmap=False, notes="custom_vmap_call primitive; no autodiff rule defined; vmap of the "
-     "loaded program raises RuleNotSavedError (tests/test_custom_rules.py)")
+     notes="custom_vmap_call primitive (its rule saved as jaxprs per batching pattern); "
+     "no autodiff rule defined")
+
+
+def custom_vmap_jvp_prog(x, t):
+  return jax.jvp(custom_vmap_prog, (x,), (t,))
+
+
+_add("custom_vmap_jvp_prog", custom_vmap_jvp_prog, (_uniform(127, (4,)), _uniform(128, (4,))),
+     grad_argnums=None, notes="the custom_vmap_call of a jvp: its rule is a plain function")
 
 
 # ===========================================================================

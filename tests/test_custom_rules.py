@@ -507,32 +507,80 @@ def test_linear_call_with_consts_is_refused():
   assert not jp.check(data).ok
 
 
-# --- custom_vmap: runs and differentiates; vmap says its rule was not saved ----------
+# --- custom_vmap: the rule saved as jaxprs, one per pattern of batched operands ----------
 
 @jax.custom_batching.custom_vmap
-def _cv_sin(x):
-  return jnp.sin(x)
+def _cv_scale(x, y):
+  return jnp.sin(x) * y
 
 
-@_cv_sin.def_vmap
-def _cv_sin_rule(axis_size, in_batched, x):
-  return jnp.cos(x), in_batched[0]  # batches differently from the function: on purpose
+@_cv_scale.def_vmap
+def _cv_scale_rule(axis_size, in_batched, x, y):
+  xb, yb = in_batched
+  y = y[:, None] if yb else y
+  return jnp.cos(x) * y, xb or yb  # batches otherwise than the function: on purpose
 
 
-def test_custom_vmap_runs_differentiates_and_refuses_vmap():
-  x = jnp.linspace(0.1, 1.0, 4)
-  cj = jax.make_jaxpr(lambda x: _cv_sin(x) * 2.0)(x)
-  cj2 = jp.loads(jp.dumps(cj))
+def _no_addresses(text):
+  return re.sub(" at 0x[0-9a-f]+>", ">", text)
+
+
+def test_custom_vmap_rule_is_saved_and_used_by_vmap():
+  x, y = jnp.linspace(0.1, 1.0, 3), jnp.float32(2.0)
+  xs, ys = jnp.stack([x, 2 * x, 3 * x, 4 * x]), jnp.arange(4.0)
+  cj = jax.make_jaxpr(lambda x, y: _cv_scale(x, y) + 1.0)(x, y)
+  data = jp.dumps(cj)
+  cj2 = jp.loads(data)
+  assert jp.dumps(cj2) == data and _no_addresses(str(cj2)) == _no_addresses(str(cj))
   f, f2 = jaxpr_as_fun(cj), jaxpr_as_fun(cj2)
-  assert re.sub(" at 0x[0-9a-f]+>", ">", str(cj2)) == re.sub(" at 0x[0-9a-f]+>", ">", str(cj))
-  np.testing.assert_array_equal(jax.jit(f2)(x)[0], jax.jit(f)(x)[0])
-  jvp, jvp2 = (jax.jvp(lambda x: g(x)[0], (x,), (x * 3,)) for g in (f, f2))
-  np.testing.assert_array_equal(jvp2[1], jvp[1])
-  # The gradient's program (a custom_vmap of the jvp rule) saves and runs too.
-  g = jax.make_jaxpr(lambda x, t: jax.jvp(lambda x: f(x)[0], (x,), (t,)))(x, x)
-  np.testing.assert_array_equal(jaxpr_as_fun(jp.loads(jp.dumps(g)))(x, x * 3)[1],
-                                jaxpr_as_fun(g)(x, x * 3)[1])
-  # The original batches with its rule (cos); the loaded program cannot, and says so.
-  np.testing.assert_allclose(jax.vmap(f)(x[:, None])[0][:, 0], 2 * jnp.cos(x))
-  with pytest.raises(jp.RuleNotSavedError, match="_cv_sin_rule"):
+  np.testing.assert_array_equal(f2(x, y)[0], f(x, y)[0])
+  for axes, args in [((0, None), (xs, y)), ((None, 0), (x, ys)), ((0, 0), (xs, ys))]:
+    want = jax.vmap(f, in_axes=axes)(*args)[0]
+    np.testing.assert_allclose(want, jnp.cos(args[0]) * (args[1][:, None] if axes[1] == 0
+                                                         else args[1]) + 1.0)  # the rule's
+    np.testing.assert_array_equal(jax.vmap(f2, in_axes=axes)(*args)[0], want)
+  # vmap of vmap, vmap of jvp, and vmap of the saved jvp program
+  xss = jnp.stack([xs, 2 * xs])
+  np.testing.assert_array_equal(jax.vmap(jax.vmap(f2, (0, None)), (0, None))(xss, y)[0],
+                                jax.vmap(jax.vmap(f, (0, None)), (0, None))(xss, y)[0])
+  tangent = lambda g: lambda x: jax.jvp(lambda x: g(x, y)[0], (x,), (x,))[1]
+  np.testing.assert_array_equal(jax.vmap(tangent(f2))(xs), jax.vmap(tangent(f))(xs))
+  jvp_program = jax.make_jaxpr(lambda x, t: jax.jvp(lambda x: f(x, y)[0], (x,), (t,)))(x, x)
+  loaded = jaxpr_as_fun(jp.loads(jp.dumps(jvp_program)))
+  for got, want in zip(jax.vmap(loaded)(xs, xs), jax.vmap(jaxpr_as_fun(jvp_program))(xs, xs)):
+    np.testing.assert_array_equal(got, want)
+
+
+@jax.custom_batching.custom_vmap
+def _cv_sized(x):
+  return x * 2.0
+
+
+@_cv_sized.def_vmap
+def _cv_sized_rule(axis_size, in_batched, x):
+  if axis_size > 3:  # Python control flow on the batch size: no symbolic trace
+    return x * 3.0, True
+  return x * 4.0, True
+
+
+def test_custom_vmap_rule_that_cannot_be_saved_refuses_vmap():
+  x = jnp.linspace(0.1, 1.0, 4)
+  f2 = jaxpr_as_fun(jp.loads(jp.dumps(jax.make_jaxpr(_cv_sized)(x))))
+  np.testing.assert_array_equal(f2(x)[0], x * 2.0)  # runs, and differentiates
+  np.testing.assert_array_equal(jax.jvp(lambda x: f2(x)[0], (x,), (x,))[1], x * 2.0)
+  with pytest.raises(jp.RuleNotSavedError, match=r"_cv_sized_rule was not saved.*\[True\]"):
     jax.vmap(f2)(x[:, None])
+
+
+def test_custom_vmap_rule_that_misfits_the_call_is_refused():
+  x, y = jnp.linspace(0.1, 1.0, 3), jnp.float32(2.0)
+  m = jp.encode(jax.make_jaxpr(_cv_scale)(x, y))
+  (param,) = [p for p in m.params if p.name == "rule"]
+  patterns = {f.name: f.value for f in param.value.extension.fields}["patterns"]
+  # Say the rule leaves a batched output unbatched.
+  pattern = patterns.tuple.items[0].tuple
+  assert pattern.items[1].tuple.items[0].bool
+  pattern.items[1].tuple.items[0].bool = False
+  with pytest.raises(jp.DecodeError, match=r"params\.rule\.patterns.*output 0 is "
+                                           r"float32\[vmap_axis_size,3\]"):
+    jp.decode(m)

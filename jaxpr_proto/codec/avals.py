@@ -122,4 +122,11 @@ def decode_symbolic_dim(dec, s: str, path: str):
     (dim,) = jax.export.symbolic_shape(s, scope=st.symbolic_scope)
   except Exception as e:
     raise DecodeError(f"bad symbolic dimension {s!r}: {e}", path) from None
+  if st.dim_env and compat.is_symbolic_dim(dim):
+    try:
+      dim = compat.evaluate_dim(dim, st.dim_env)
+    except Exception as e:  # a dim var the env lacks
+      raise DecodeError(f"symbolic dimension {s!r}: {e}", path) from None
+    if dim < 0:
+      raise DecodeError(f"symbolic dimension {s!r} is {dim} here", path)
   return dim

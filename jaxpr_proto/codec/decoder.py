@@ -16,7 +16,8 @@ import numpy as np
 
 from jaxpr_proto import compat
 from jaxpr_proto._version import __version__
-from jaxpr_proto.codec import avals, custom_rules, effects, param_codecs, pytrees, sharding, tracebacks, values
+from jaxpr_proto.codec import (avals, custom_rules, effects, encoder, param_codecs, pytrees,
+                               sharding, tracebacks, values)
 from jaxpr_proto.compat import standins, upgrade
 from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVersionError,
                                 UnknownPrimitiveError, VersionError)
@@ -36,9 +37,11 @@ class Decoder:
   """Reads one Module; `state` holds what it has decoded (see codec.state)."""
 
   def __init__(self, m: pb.Module, source=None, callbacks=None, trust_pickled_code=False,
-               placeholders=False):
+               placeholders=False, dim_env=None):
     self.m = m
-    self.state = DecodeState(m, source=source)  # source: of external arrays' bytes
+    # source: of external arrays' bytes; dim_env: {name: size} of symbolic dims
+    # to read as those sizes (a saved custom_vmap rule at a batch size)
+    self.state = DecodeState(m, source=source, dim_env=dim_env)
     self.upgrader = upgrade.for_module(m)  # None: written by this JAX's primitives
     self.callbacks = callbacks  # {name: host function} bound for this load only
     self.bound_callbacks: dict = {}  # name -> the function each callback name was bound to
@@ -47,6 +50,13 @@ class Decoder:
     # UnresolvedPrimitive eqn, listed in `unresolved` as (path, why), instead of an error.
     self.placeholders = placeholders
     self.unresolved: list[tuple[str, str]] = []
+
+  @staticmethod
+  def with_dims(cj, dim_env: dict):
+    """A decoded closed jaxpr with the symbolic dims of `dim_env` ({name:
+    size}) made those sizes: written, and read again with them bound."""
+    m = encoder.encode(cj)
+    return Decoder(m, dim_env=dim_env).closed_jaxpr(m.root, "")
 
   # --- tables -------------------------------------------------------------
   # closed_jaxpr and jaxpr recurse as deep as sub-jaxprs nest: no helper

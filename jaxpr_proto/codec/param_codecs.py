@@ -8,8 +8,8 @@ FIXUPS rebuild what depends on several params once all are decoded.
 from __future__ import annotations
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import callbacks, custom_rules, extensions
-from jaxpr_proto.errors import DecodeError, EncodeError, RuleNotSavedError
+from jaxpr_proto.codec import callbacks, custom_rules, custom_vmap, extensions
+from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 
@@ -76,32 +76,6 @@ def _linear_call_transpose():
   return encode, decode
 
 
-def _custom_vmap_rule():
-  """custom_vmap's batching rule, a Python function of the batch size: saved
-  by its name only. The loaded program runs and differentiates (neither
-  calls the rule); vmap of it raises RuleNotSavedError naming the rule,
-  rather than batching otherwise than the original would."""
-  codec = "jax::custom_vmap_rule"
-
-  def encode(enc, value, eqn, path):
-    rule = getattr(value, "rule", value)  # JAX's ClosedRule wraps the user's function
-    name = getattr(rule, "__qualname__", None) or type(rule).__qualname__
-    return extensions.param_value(enc, codec, [("name", name)], path)
-
-  def decode(dec, msg, path):
-    name = extensions.param_fields(dec, msg, codec, ("name",), path).get("name")
-    if not isinstance(name, str):
-      raise DecodeError(f"expected a {codec} with a str name", path)
-    def unsaved_rule(*args, **kwargs):
-      raise RuleNotSavedError(
-          f"vmap of a loaded custom_vmap function: its batching rule {name} is Python "
-          "code, which files do not hold (jaxpr_proto cannot yet save custom_vmap rules); "
-          "vmap the original program, or save a version without custom_vmap")
-    unsaved_rule.__qualname__ = unsaved_rule.__name__ = name  # printed as the original's
-    return compat.custom_vmap_rule(unsaved_rule)
-  return encode, decode
-
-
 # (primitive name, param name) -> (encode, decode)
 PARAM_CODECS = {
     ("custom_jvp_call", "jvp_jaxpr_fun"): _rule_param(custom_rules.encode_jvp_rule, "thunk"),
@@ -112,7 +86,7 @@ PARAM_CODECS = {
     ("reduce", "computation"): _reduce_computation(),
     **callbacks.PARAM_CODECS,
     ("linear_call", "transpose_thunk"): _linear_call_transpose(),
-    ("custom_vmap_call", "rule"): _custom_vmap_rule(),
+    ("custom_vmap_call", "rule"): (custom_vmap.encode, custom_vmap.decode),
 }
 
 
@@ -126,6 +100,7 @@ def _reduce_fixup(params, path):
 def _custom_vmap_fixup(params, path):
   if isinstance(params.get("in_tree"), compat.PyTreeDef):
     params["in_tree"] = compat.tracing_treedef(params["in_tree"])
+  custom_vmap.fixup(params, path)
 
 
 # Per-primitive fixups run after all params are decoded.

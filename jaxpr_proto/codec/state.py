@@ -80,6 +80,7 @@ class DecodeState:
   depth: int = 0  # jaxprs being decoded inside one another
   symbolic_scope: object = None
   source: object = None  # a wire.external.Source of external arrays' bytes, or None
+  dim_env: dict | None = None  # {name: size} of symbolic dims read as sizes
 
   def entry(self, table: str, i: int, name: str, path: str):
     """Module.<table>[i], or a DecodeError naming the bad index."""

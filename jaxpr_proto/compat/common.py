@@ -121,6 +121,11 @@ def wrap_key_data(data, impl_name: str):
 
 # --- symbolic dims ---------------------------------------------------------
 
+def evaluate_dim(d, env: dict) -> int:
+  """The size of symbolic dim `d` where its dim vars have the sizes `env`."""
+  return int(d._evaluate(env))
+
+
 def is_symbolic_dim(d) -> bool:
   return core.is_symbolic_dim(d)
 
@@ -544,6 +549,18 @@ def custom_vmap_rule(fn):
   from jax._src import custom_batching
   return custom_batching.ClosedRule(fn, core.DebugInfo("custom_vmap rule", fn.__qualname__,
                                                        None, None))
+
+
+def is_closed_rule(value) -> bool:
+  """Whether a `rule` param is a ClosedRule (JAX calls it without consts)."""
+  from jax._src import custom_batching
+  return isinstance(value, custom_batching.ClosedRule)
+
+
+def call_custom_vmap_rule(fn, axis_size, in_batched, args):
+  """(out, out_batched) of a custom_vmap rule, called as JAX's batching rule calls it."""
+  from jax._src import custom_batching
+  return custom_batching.call_rule(fn, axis_size, in_batched, args)
 
 
 # --- checkify's errors: pytree nodes and effects in err_tree and out_trees ------------
