@@ -2,7 +2,10 @@
 reduce computations survive a round trip: the decoded program differentiates
 with the *custom* rule, not with autodiff of the primal."""
 import functools
+import json
 import re
+import subprocess
+import sys
 
 import jax
 import jax.ad_checkpoint  # noqa: F401  (checkpoint_name)
@@ -584,3 +587,45 @@ def test_custom_vmap_rule_that_misfits_the_call_is_refused():
   with pytest.raises(jp.DecodeError, match=r"params\.rule\.patterns.*output 0 is "
                                            r"float32\[vmap_axis_size,3\]"):
     jp.decode(m)
+
+
+_CV_WRITER = """
+import sys, json
+import numpy as np, jax, jax.numpy as jnp
+import jaxpr_proto as jp
+
+@jax.custom_batching.custom_vmap
+def f(x):
+  return jnp.sin(x)
+
+@f.def_vmap
+def rule(axis_size, in_batched, x):
+  return jnp.cos(x) * jnp.arange(axis_size, dtype=x.dtype)[:, None], in_batched[0]
+
+x = np.linspace(0.1, 1.0, 3, dtype=np.float32)
+jp.save(jax.make_jaxpr(lambda x: f(x) * 2.0)(x), sys.argv[1])
+xs = np.stack([x, 2 * x, 3 * x, 4 * x, 5 * x])
+print(json.dumps(np.asarray(jax.vmap(lambda x: f(x) * 2.0)(xs)).tolist()))
+"""
+
+_CV_READER = """
+import sys, json
+import numpy as np, jax
+import jaxpr_proto as jp
+f = jax.extend.core.jaxpr_as_fun(jp.load(sys.argv[1]))
+x = np.linspace(0.1, 1.0, 3, dtype=np.float32)
+xs = np.stack([x, 2 * x, 3 * x, 4 * x, 5 * x])
+print(json.dumps(np.asarray(jax.vmap(f)(xs)[0]).tolist()))
+"""
+
+
+def test_custom_vmap_rule_in_a_process_without_the_writers_code(tmp_path):
+  path = str(tmp_path / "cv.jaxpb")
+  outs = []
+  for script in (_CV_WRITER, _CV_READER):
+    proc = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True,
+                          timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+  assert outs[1] == outs[0]  # the rule's (it scales by the batch index), bit for bit
+  assert outs[0][0] == [0.0, 0.0, 0.0]
