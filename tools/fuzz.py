@@ -27,7 +27,10 @@ level, and judges it (`judge`):
   it makes is over MAX_INPUT_BYTES) says nothing of the file; nor does a
   host callback that fails (`host_callback_failed`): the function a callback
   name is bound to is the reading process's own, and a file may declare
-  other result types than it gives, which JAX finds only when it calls it.
+  other result types than it gives, which JAX finds only when it calls it;
+  nor does a `check` eqn that JAX refuses to jit until checkify.checkify
+  functionalizes it (`check_not_functionalized`), as it refuses the
+  original program (a checkify.check traced without checkify).
 
     .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
@@ -74,7 +77,7 @@ _FD = _descriptor.FieldDescriptor
 
 # The outcomes that are not bad.
 GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on", "out_of_memory",
-        "host_callback_failed")
+        "host_callback_failed", "check_not_functionalized")
 # Saved cases whose seed's program can be pulled back end in this: their
 # replay judges vjp too.
 VJP_SUFFIX = "_vjp"
@@ -471,6 +474,9 @@ def _failed(stage: str, e: Exception, cj) -> tuple[str, str]:
     # The host function (the reader's own, bound by name) raised, or gave
     # other types than the file declares: as it would for a user's program.
     return "host_callback_failed", f"{stage}: {str(e)[:300]}"
+  if (cj is not None and "checkify.check which was not functionalized" in str(e)
+      and _any_eqn(cj.jaxpr, lambda eqn: eqn.primitive.name == "check")):
+    return "check_not_functionalized", f"{stage}: {str(e)[:300]}"
   return "fails_in_jax", f"{stage}: {type(e).__name__}: {str(e)[:1500]}"
 
 
