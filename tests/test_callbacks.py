@@ -3,9 +3,6 @@ io_callback save the name their function was registered under, and a
 process that never imported the writer's code binds it to its own."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -16,6 +13,7 @@ from jax.experimental import io_callback
 
 import jaxpr_proto as jp
 from jaxpr_proto.codec import names
+from tests.helpers import run_json
 
 # The writer: its functions and program live only in this script.
 WRITER = textwrap.dedent("""
@@ -92,23 +90,16 @@ READER = textwrap.dedent("""
 """)
 
 
-def _run(script, *args):
-  r = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True,
-                     text=True, timeout=300)
-  assert r.returncode == 0, r.stderr[-3000:]
-  return json.loads(r.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
   path = tmp_path_factory.mktemp("callbacks") / "program.jaxpb"
-  return path, _run(WRITER, path)
+  return path, run_json(WRITER, path)
 
 
 @pytest.mark.parametrize("how", ["registered", "bound"])
 def test_callbacks_run_in_a_fresh_process(saved, how):
   path, want = saved
-  got = _run(READER, path, how)
+  got = run_json(READER, path, how)
   np.testing.assert_array_equal(got["out"], want["out"])
   np.testing.assert_array_equal(got["vmap"], want["vmap"])
   # What the callbacks received, in order (debug first, then the ordered io ones).
@@ -119,7 +110,7 @@ def test_callbacks_run_in_a_fresh_process(saved, how):
 
 def test_unregistered_callbacks_are_refused_by_name(saved):
   path, _ = saved
-  got = _run(READER, path, "none")
+  got = run_json(READER, path, "none")
   assert "is not registered in this process" in got["error"]
   assert "mylib.host_poly, mylib.log" in got["error"]  # every name the file needs
   assert "jp.register_callback" in got["error"] and "callbacks=" in got["error"]

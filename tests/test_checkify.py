@@ -7,8 +7,6 @@ code. Hostile error metadata is refused on load."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -19,6 +17,7 @@ from jax.experimental import checkify
 
 import jaxpr_proto as jp
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from tests.helpers import run_json
 
 # Inputs: good; a failed user check; an index out of bounds; a division by
 # zero; a NaN from log (each is the first error its input meets).
@@ -100,19 +99,12 @@ READER = textwrap.dedent("""
 """)
 
 
-def _python(script, *args):
-  proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                        timeout=240)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
   d = tmp_path_factory.mktemp("checkify")
   files = [str(d / n) for n in ("checked.jaxpb", "program.jaxpb", "stripped.jaxpb")]
   cases = json.dumps(CASES)
-  return files, _python(WRITER, *files, cases), _python(READER, *files, cases)
+  return files, run_json(WRITER, *files, cases), run_json(READER, *files, cases)
 
 
 def test_loaded_checkified_function_returns_the_same_errors(saved):

@@ -2,10 +2,7 @@
 reduce computations survive a round trip: the decoded program differentiates
 with the *custom* rule, not with autodiff of the primal."""
 import functools
-import json
 import re
-import subprocess
-import sys
 
 import jax
 import jax.ad_checkpoint  # noqa: F401  (checkpoint_name)
@@ -17,6 +14,7 @@ from jax.extend.core import jaxpr_as_fun
 
 import jaxpr_proto as jp
 from jaxpr_proto import compat
+from tests.helpers import run_json
 
 
 def _roundtrip(f, *args):
@@ -620,12 +618,7 @@ print(json.dumps(np.asarray(jax.vmap(f)(xs)[0]).tolist()))
 
 
 def test_custom_vmap_rule_in_a_process_without_the_writers_code(tmp_path):
-  path = str(tmp_path / "cv.jaxpb")
-  outs = []
-  for script in (_CV_WRITER, _CV_READER):
-    proc = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True,
-                          timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    outs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+  path = tmp_path / "cv.jaxpb"
+  outs = [run_json(script, path) for script in (_CV_WRITER, _CV_READER)]
   assert outs[1] == outs[0]  # the rule's (it scales by the batch index), bit for bit
   assert outs[0][0] == [0.0, 0.0, 0.0]

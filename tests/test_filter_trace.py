@@ -6,9 +6,6 @@ the original's. Functions are known by qualified name (JAX's public modules)
 or by jp.register_function; a file naming another is refused on load."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -18,6 +15,7 @@ import pytest
 
 import jaxpr_proto as jp
 from jaxpr_proto.codec import names
+from tests.helpers import run_json
 
 eqx = pytest.importorskip("equinox")
 
@@ -60,17 +58,10 @@ READER = textwrap.dedent("""
 """)
 
 
-def _python(script, *args):
-  proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                        timeout=240)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def test_equinox_mlp_saved_with_filter_loads_without_the_writers_code(tmp_path):
   files = [str(tmp_path / "mlp.jaxpb"), str(tmp_path / "mlp.eqx")]
-  wrote = _python(WRITER, *files)
-  read = _python(READER, *files)
+  wrote = run_json(WRITER, *files)
+  read = run_json(READER, *files)
   assert read["out"] == wrote["out"]
   assert read["grad"] == wrote["grad"]
   assert "static" in read["refused"] and "silu" in read["refused"]

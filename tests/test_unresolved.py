@@ -4,12 +4,11 @@ unresolved="placeholder", a program that prints, checks structurally and
 diffs as the original, and raises jp.UnresolvedError naming the eqn when run."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from tests.helpers import run_json, run_script
 
 WRITER = textwrap.dedent("""
     import sys
@@ -59,17 +58,10 @@ READER = textwrap.dedent("""
 """)
 
 
-def _run(script, *args):
-  r = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True,
-                     text=True, timeout=300)
-  assert r.returncode == 0, r.stderr[-3000:]
-  return r.stdout
-
-
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
   path = tmp_path_factory.mktemp("unresolved") / "program.jaxpb"
-  text = _run(WRITER, path)
+  text = run_script(WRITER, path)
   return path, text.strip()
 
 
@@ -79,7 +71,7 @@ def _norm(s):
 
 def test_strict_by_default(written):
   path, _ = written
-  got = json.loads(_run(READER, path).strip().splitlines()[-1])
+  got = run_json(READER, path)
   kind, where, message = got["strict"]
   assert kind == "UnknownPrimitiveError" and where == "eqn[1]"
   assert "mylib::triple_plus_one" in message and "register_primitive" in message
@@ -88,7 +80,7 @@ def test_strict_by_default(written):
 
 def test_placeholders_print_as_the_original_and_refuse_to_run(written):
   path, want_text = written
-  got = json.loads(_run(READER, path).strip().splitlines()[-1])
+  got = run_json(READER, path)
   # Printed as the original (less the addresses of the callback).
   strip = lambda s: _norm(s.split("io_callback")[0])
   assert strip(got["text"]) == strip(want_text)
@@ -162,7 +154,7 @@ CLI = textwrap.dedent("""
 def test_cli_shows_what_it_cannot_run(written):
   """dump, diff and check --structure take placeholders; check does not."""
   path, want_text = written
-  got = json.loads(_run(CLI, path).strip().splitlines()[-1])
+  got = run_json(CLI, path)
   code, out, _ = got["dump F"]
   assert code == 0 and "triple_plus_one" in out and "io_callback" in out
   code, out, err = got["check F"]

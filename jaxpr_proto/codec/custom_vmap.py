@@ -121,25 +121,36 @@ def decode(dec, msg, path):
 
 
 def fixup(params, path) -> None:
-  """Checks each saved pattern's jaxpr against the call (the fixup of
-  custom_vmap_call, which has all its params): it takes the rule's operands,
-  batched as the pattern says, and gives the call's outputs, batched as the
-  rule said; and gives the rule the output structure it returns."""
+  """Checks custom_vmap_call's trees and each saved pattern's jaxpr against
+  the call (the fixup of custom_vmap_call, which has all its params): each
+  jaxpr takes the rule's operands, batched as the pattern says, and gives the
+  call's outputs, batched as the rule said; and gives the rule the output
+  structure it returns."""
   value = params.get("rule")
   closed = compat.is_closed_rule(value)
   fn = value.rule if closed else value
   saved = getattr(fn, "saved_patterns", None)
-  if saved is None or not isinstance(params.get("call"), compat.ClosedJaxpr) \
-      or not isinstance(params.get("in_tree"), compat.PyTreeDef) \
-      or not isinstance(params.get("out_tree"), compat.PyTreeDef):
+  call, in_tree, out_tree = params.get("call"), params.get("in_tree"), params.get("out_tree")
+  if not isinstance(call, compat.ClosedJaxpr) or not isinstance(in_tree, compat.PyTreeDef) \
+      or not isinstance(out_tree, compat.PyTreeDef):
     return  # (the param checks report what is missing)
+  # JAX unflattens the operands and outputs with these trees, the consts and
+  # args (the primals and tangents of a jvp) apart.
+  parts = jax.tree_util.treedef_children(in_tree) if in_tree.node_data() else []
+  if (in_tree.node_data() or (None,))[0] is not tuple or len(parts) != 2 \
+      or in_tree.num_leaves != len(call.in_avals) or out_tree.num_leaves != len(call.out_avals):
+    raise DecodeError(f"custom_vmap_call's in_tree {in_tree} and out_tree {out_tree} do not fit "
+                      f"its call of {len(call.in_avals)} inputs and {len(call.out_avals)} "
+                      "outputs (in_tree: a pair)", f"{path}.params.in_tree")
+  if saved is None:
+    return
   ins, _ = _operands(params, closed)
-  outs = params["call"].out_avals
+  outs = call.out_avals
   for p, (ob, cj) in saved.items():
     problem = _misfit(cj, ins, outs, p, ob)
     if problem:
       raise DecodeError(problem, f"{path}.params.rule.patterns[{list(p)}]")
-  fn.out_tree = params["out_tree"]
+  fn.out_tree = out_tree
 
 
 def _misfit(cj, ins, outs, pattern, out_batched) -> str | None:

@@ -296,14 +296,20 @@ def register_callback(fn=None, *, name: str, replace: bool = False):
   in the one that loads it: the file holds the name, never the code. As a
   decorator: `@jp.register_callback(name="mylib.log_metrics")`. A name bound
   to another function is refused unless `replace`."""
+  return _register_by_name(CALLBACKS, register_callback, fn, name, replace, "mylib.log_metrics")
+
+
+def _register_by_name(table, register, fn, name, replace, example):
+  """`register(fn, name=..., replace=...)` of register_callback and
+  register_function: `fn` under `name` in `table`, or a decorator."""
   if fn is None:
-    return lambda f: register_callback(f, name=name, replace=replace)
+    return lambda f: register(f, name=name, replace=replace)
   if not callable(fn):
-    raise TypeError(f"register_callback takes a callable, not a {type(fn).__name__}")
+    raise TypeError(f"{register.__name__} takes a callable, not a {type(fn).__name__}")
   if not isinstance(name, str) or not _CALLBACK_NAME.fullmatch(name):
-    raise ValueError(f"callback name {name!r} is not a dotted name such as 'mylib.log_metrics'")
+    raise ValueError(f"{table.what} name {name!r} is not a dotted name such as {example!r}")
   try:
-    CALLBACKS.add(name, fn, replace=replace)
+    table.add(name, fn, replace=replace)
   except RegistryError as e:
     raise RegistryError(f"{e} (pass replace=True to bind the name to {fn!r})") from None
   return fn
@@ -357,17 +363,7 @@ def register_function(fn=None, *, name: str, replace: bool = False):
   activation) under `name` (such as "mylib.gelu_tanh"), in the process that
   saves and the one that loads: the file holds the name, never the code. As a
   decorator: `@jp.register_function(name="mylib.gelu_tanh")`."""
-  if fn is None:
-    return lambda f: register_function(f, name=name, replace=replace)
-  if not callable(fn):
-    raise TypeError(f"register_function takes a callable, not a {type(fn).__name__}")
-  if not isinstance(name, str) or not _CALLBACK_NAME.fullmatch(name):
-    raise ValueError(f"function name {name!r} is not a dotted name such as 'mylib.gelu_tanh'")
-  try:
-    FUNCTIONS.add(name, fn, replace=replace)
-  except RegistryError as e:
-    raise RegistryError(f"{e} (pass replace=True to bind the name to {fn!r})") from None
-  return fn
+  return _register_by_name(FUNCTIONS, register_function, fn, name, replace, "mylib.gelu_tanh")
 
 
 # Public modules of flax, equinox and optax whose node classes are registered
