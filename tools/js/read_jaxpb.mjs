@@ -19,6 +19,8 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 
+import * as fmt from "./viewer/src/format.js";
+
 // Quietly stop when the reader of our output goes away (`... | head`).
 process.stdout.on("error", (e) => process.exit(e.code === "EPIPE" ? 0 : 1));
 
@@ -80,124 +82,11 @@ const param = (k) => (m.params ?? [])[n(k)];
 
 // --- names and types ---------------------------------------------------------------
 
-const primName = (i) => {
-  const p = m.primitives[i];
-  if (!p) return `<primitive ${i}?>`;
-  return n(p.namespace) === "jax" ? p.name : `${p.namespace ?? ""}::${p.name ?? ""}`;
-};
-
-const DTYPES = {
-  DTYPE_BOOL: "bool", DTYPE_INT8: "i8", DTYPE_INT16: "i16", DTYPE_INT32: "i32",
-  DTYPE_INT64: "i64", DTYPE_UINT8: "u8", DTYPE_UINT16: "u16", DTYPE_UINT32: "u32",
-  DTYPE_UINT64: "u64", DTYPE_FLOAT16: "f16", DTYPE_FLOAT32: "f32", DTYPE_FLOAT64: "f64",
-  DTYPE_BFLOAT16: "bf16", DTYPE_COMPLEX64: "c64", DTYPE_COMPLEX128: "c128",
-  DTYPE_INT2: "i2", DTYPE_INT4: "i4", DTYPE_UINT2: "u2", DTYPE_UINT4: "u4",
-  DTYPE_FLOAT0: "float0",
-};
-const dtypeShort = (d) => DTYPES[d] ?? (d ? d.replace(/^DTYPE_/, "").toLowerCase() : "?");
-const dtypeLong = (d) => (d ? d.replace(/^DTYPE_/, "").toLowerCase() : "?");
-
-function avalStr(i) {
-  const a = m.avals[i];
-  if (!a) return `<aval ${i}?>`;
-  if (a.kind === "token") return "Token";
-  if (a.kind === "ref") return `Ref{${avalStr(n(a.ref.inner))}}`;
-  const s = a.shaped_array ?? {};
-  const dims = (s.shape ?? []).map((d) => (d.kind === "symbolic" ? d.symbolic : n(d.constant))).join(",");
-  const dt = s.dtype === "DTYPE_KEY" ? `key<${s.key_impl ?? ""}>` : dtypeShort(s.dtype);
-  return `${dt}[${dims}]`;
-}
-
-// JAX's variable names: a..z, then ba, bb, ...
-function varName(k) {
-  let s = "";
-  do {
-    s = String.fromCharCode(97 + (k % 26)) + s;
-    k = Math.floor(k / 26);
-  } while (k > 0);
-  return s;
-}
-
-// A scalar from an Array message's little-endian bytes, when it is one we know.
-function scalarOf(arr) {
-  const data = arr.data ? Buffer.from(arr.data) : Buffer.alloc(0);
-  const kind = arr.kind ?? "ARRAY_KIND_NUMPY_UNSPECIFIED";
-  if (kind === "ARRAY_KIND_TYPED_INT" && data.length === 8) return data.readBigInt64LE(0).toString();
-  if (kind === "ARRAY_KIND_TYPED_FLOAT" && data.length === 8) return fmtFloat(data.readDoubleLE(0));
-  if ((arr.shape ?? []).length !== 0) return null;
-  switch (arr.dtype) {
-    case "DTYPE_FLOAT32": return data.length === 4 ? fmtFloat32(data.readFloatLE(0)) : null;
-    case "DTYPE_FLOAT64": return data.length === 8 ? fmtFloat(data.readDoubleLE(0)) : null;
-    case "DTYPE_INT32": return data.length === 4 ? String(data.readInt32LE(0)) : null;
-    case "DTYPE_INT64": return data.length === 8 ? data.readBigInt64LE(0).toString() : null;
-    case "DTYPE_UINT32": return data.length === 4 ? String(data.readUInt32LE(0)) : null;
-    case "DTYPE_UINT8": return data.length === 1 ? String(data[0]) : null;
-    case "DTYPE_BOOL": return data.length === 1 ? (data[0] ? "True" : "False") : null;
-    default: return null;
-  }
-}
-
-// The shortest decimal that reads back as the same float32, as numpy prints it.
-function fmtFloat32(x) {
-  if (!Number.isFinite(x)) return fmtFloat(x);
-  for (let p = 1; p <= 9; p++) {
-    const y = Number(x.toPrecision(p));
-    if (Math.fround(y) === x) return fmtFloat(y);
-  }
-  return fmtFloat(x);
-}
-
-function fmtFloat(x) {
-  if (Number.isNaN(x)) return "nan";
-  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
-  if (Number.isInteger(x) && Math.abs(x) < 1e16) return x.toFixed(1);
-  return String(x);
-}
-
-function valueStr(v) {
-  if (!v || !v.kind) return "None";
-  const x = v[v.kind];
-  switch (v.kind) {
-    case "none": return "None";
-    case "bool": return x ? "True" : "False";
-    case "int": case "big_int": case "symbolic_dim": return String(x);
-    case "float": return fmtFloat(x);
-    case "complex": return `(${fmtFloat(n(x.real))}+${fmtFloat(n(x.imag))}j)`;
-    case "str": return x;
-    case "bytes": return `b<${x.length} bytes>`;
-    case "dtype": return dtypeLong(x.dtype);
-    case "array": {
-      const s = scalarOf(x);
-      return s ?? `${dtypeShort(x.dtype)}[${(x.shape ?? []).join(",")}]{...}`;
-    }
-    case "tuple": {
-      const items = (x.items ?? []).map(valueStr);
-      return items.length === 1 ? `(${items[0]},)` : `(${items.join(", ")})`;
-    }
-    case "list": return `[${(x.items ?? []).map(valueStr).join(", ")}]`;
-    case "frozenset": return `frozenset({${(x.items ?? []).map(valueStr).join(", ")}})`;
-    case "dict": return `{${(x.entries ?? []).map((e) => `${valueStr(e.key)}: ${valueStr(e.value)}`).join(", ")}}`;
-    case "jaxpr": return `jaxprs[${n(x)}]`;
-    case "closed_jaxpr": {
-      const cj = m.closed_jaxprs[n(x)];
-      return cj ? `jaxprs[${n(cj.jaxpr)}]` : `closed_jaxprs[${n(x)}]?`;
-    }
-    case "enum": return `${(x.type ?? "").replace(/^.*::/, "")}.${x.member ?? ""}`;
-    case "record":
-      return `${(x.type ?? "").replace(/^.*::/, "")}(${(x.fields ?? []).map((f) => `${f.name}=${valueStr(f.value)}`).join(", ")})`;
-    case "extension":
-      return `${x.codec ?? ""}(${(x.fields ?? []).map((f) => `${f.name}=${valueStr(f.value)}`).join(", ")})`;
-    case "primitive": return primName(n(x.index));
-    case "rule": return `rules[${n(x)}]`;
-    case "aval": return avalStr(n(x));
-    case "singleton": return x;
-    case "treedef": return "PyTreeDef(...)";
-    case "mesh": return `Mesh(${(x.axes ?? []).map((a) => `${a.name}=${n(a.size)}`).join(", ")})`;
-    case "partition_spec": return "P(...)";
-    case "named_sharding": return "NamedSharding(...)";
-    default: return `<${v.kind}>`;
-  }
-}
+// The rules of names, types and values are the viewer's (one copy, a module).
+const primName = (i) => fmt.primName(m, i);
+const avalStr = (i) => fmt.avalStr(m, i);
+const valueStr = (v) => fmt.valueStr(m, v);
+const { varName } = fmt;
 
 // --- printing ------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-// Text of names, types and param values, as JAX prints them (the same rules
-// as tools/js/read_jaxpb.mjs, which is a command-line script, not a module).
+// Text of names, types and param values, as JAX prints them: the viewer's,
+// and tools/js/read_jaxpb.mjs's (which imports this module).
 
 const n = (x) => x ?? 0;  // proto3 scalars at their default are absent
 
@@ -115,7 +115,7 @@ export function valueStr(m, v, depth = 0) {
     case "primitive": return primName(m, x.index);
     case "rule": return `rules[${n(x)}]`;
     case "aval": return avalStr(m, x);
-    case "singleton": return x;
+    case "singleton": case "function": return x;
     case "traceback": return `tracebacks[${n(x)}]`;
     case "treedef": return "PyTreeDef(...)";
     case "mesh": return `Mesh(${(x.axes ?? []).map((a) => `${a.name}=${n(a.size)}`).join(", ")})`;
