@@ -775,6 +775,18 @@ _add("lax_gather_scatter_direct", lax_gather_scatter_direct,
      grad_argnums=(0, 2))
 
 
+def gather_fill_modes(mask, counts, idx):
+  # mode="fill" sets a fill value of the operand's dtype: True for bools
+  return (mask.at[idx].get(mode="fill"), counts.at[idx].get(mode="fill", fill_value=-1),
+          counts.at[idx].get(mode="clip"))
+
+
+_add("gather_fill_modes", gather_fill_modes,
+     (jnp.array([True, False, True, True]), jnp.array([3, 1, 4, 1], jnp.int32),
+      jnp.array([0, 3, 7, -9], jnp.int32)), grad_argnums=None,
+     notes="gathers out of bounds: FILL_OR_DROP with a bool and an int fill value, CLIP")
+
+
 def sorting_ops(x, y, k):
   s1, s2, s3 = lax.sort((k, x, y), dimension=0, num_keys=2, is_stable=True)
   v, i = lax.top_k(x, 3)
@@ -2299,3 +2311,182 @@ def callback_shardings(x):
 # (Callbacks lower only a SingleDeviceSharding, or a NamedSharding of a scalar mesh.)
 _add("callback_shardings", callback_shardings, (_uniform(910, (3,)),), grad_argnums=None,
      vmap=False, notes="callbacks with a SingleDeviceSharding result")
+
+
+# ===========================================================================
+# Pallas kernels (pallas_call), in interpret mode so that the CPU runs them.
+# Pallas is imported inside each program: only processes that trace them load it.
+# ===========================================================================
+
+def _pl():
+  from jax.experimental import pallas as pl
+  return pl
+
+
+def _pltpu():
+  from jax.experimental.pallas import tpu as pltpu
+  return pltpu
+
+
+def _pallas_add_kernel(x_ref, y_ref, o_ref):
+  o_ref[...] = x_ref[...] + y_ref[...]
+
+
+def pallas_add(x, y):
+  return _pl().pallas_call(_pallas_add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                           interpret=True)(x, y)
+
+
+_add("pallas_add", pallas_add, (_uniform(1001, (8, 16)), _uniform(1002, (8, 16))),
+     grad_argnums=None, notes="elementwise Pallas kernel, one block (pallas_call has no "
+                              "transpose: grad needs a custom_vjp)")
+
+
+def _pallas_matmul_kernel(x_ref, y_ref, o_ref):
+  pl = _pl()
+
+  @pl.when(pl.program_id(2) == 0)
+  def _():
+    o_ref[...] = jnp.zeros_like(o_ref)
+  o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+
+def pallas_matmul(x, y, bm=8, bk=8, bn=8):
+  pl = _pl()
+  (m, k), (_, n) = x.shape, y.shape
+  return pl.pallas_call(
+      _pallas_matmul_kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+      grid=(m // bm, n // bn, k // bk),
+      in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
+                pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+      out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)), interpret=True)(x, y)
+
+
+_add("pallas_matmul", pallas_matmul, (_normal(1003, (16, 24)), _normal(1004, (24, 16))),
+     grad_argnums=None, notes="blocked matmul: a 3-d grid, BlockSpecs with index maps, "
+                              "accumulation over the k axis with program_id")
+
+
+def _pallas_rowsum_kernel(x_ref, o_ref, acc_ref):
+  pl = _pl()
+
+  @pl.when(pl.program_id(1) == 0)
+  def _():
+    acc_ref[...] = jnp.zeros_like(acc_ref)
+  acc_ref[...] += jnp.sum(x_ref[...], axis=1, keepdims=True)
+
+  @pl.when(pl.program_id(1) == pl.num_programs(1) - 1)
+  def _():
+    o_ref[...] = acc_ref[...]
+
+
+def pallas_rowsum_tpu(x):
+  pl, pltpu = _pl(), _pltpu()
+  m, n = x.shape
+  return pl.pallas_call(
+      _pallas_rowsum_kernel, out_shape=jax.ShapeDtypeStruct((m, 1), x.dtype),
+      grid_spec=pltpu.PrefetchScalarGridSpec(
+          num_scalar_prefetch=0, grid=(m // 8, n // 8),
+          in_specs=[pl.BlockSpec((8, 8), lambda i, j: (i, j))],
+          out_specs=pl.BlockSpec((8, 1), lambda i, j: (i, 0)),
+          scratch_shapes=[pltpu.VMEM((8, 1), jnp.float32)]),
+      compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
+      cost_estimate=pl.CostEstimate(flops=384, transcendentals=0, bytes_accessed=1600),
+      interpret=True, name="rowsum")(x)
+
+
+_add("pallas_rowsum_tpu", pallas_rowsum_tpu, (_normal(1005, (16, 24)),), grad_argnums=None,
+     notes="a reduction over a grid axis into a VMEM scratch buffer, with Mosaic TPU "
+           "compiler params, a cost estimate and a name")
+
+
+def _pallas_gather_kernel(idx_ref, s_ref, x_ref, o_ref):
+  o_ref[...] = x_ref[...] * s_ref[0] + s_ref[idx_ref[0]]
+
+
+def pallas_prefetch_tpu(idx, s, x):
+  """Scalar prefetch (idx picks each step's row block) and an SMEM operand."""
+  pl, pltpu = _pl(), _pltpu()
+  return pl.pallas_call(
+      _pallas_gather_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+      grid_spec=pltpu.PrefetchScalarGridSpec(
+          num_scalar_prefetch=1, grid=(2,),
+          in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM),
+                    pl.BlockSpec((8, 24), lambda i, idx_ref: (idx_ref[i], 0))],
+          out_specs=pl.BlockSpec((8, 24), lambda i, idx_ref: (i, 0))),
+      compiler_params=pltpu.CompilerParams(vmem_limit_bytes=1 << 20),
+      input_output_aliases={2: 0}, interpret=True, metadata={"origin": "corpus"})(idx, s, x)
+
+
+_add("pallas_prefetch_tpu", pallas_prefetch_tpu,
+     (jnp.array([1, 0], jnp.int32), jnp.array([2.0, 0.5], jnp.float32), _normal(1006, (16, 24))),
+     grad_argnums=None, vmap=False,
+     notes="TPU scalar prefetch into the index maps, an SMEM operand, an input aliased to the "
+           "output and metadata (Pallas cannot vmap scalar prefetch)")
+
+
+def pallas_triton(x, y):
+  pl = _pl()
+  from jax.experimental.pallas import triton as pltriton
+  spec = pl.BlockSpec((8, 16), lambda i: (i, 0))
+  return pl.pallas_call(
+      _pallas_add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
+      in_specs=[spec, spec], out_specs=spec,
+      compiler_params=pltriton.CompilerParams(num_warps=4, num_stages=2), interpret=True)(x, y)
+
+
+_add("pallas_triton", pallas_triton, (_uniform(1007, (16, 16)), _uniform(1008, (16, 16))),
+     grad_argnums=None, notes="a kernel with Triton compiler params, over a 1-d grid")
+
+
+def _pallas_square_kernel(x_ref, o_ref):
+  o_ref[...] = x_ref[...] * x_ref[...]
+
+
+def _pallas_square_bwd_kernel(x_ref, g_ref, o_ref):
+  o_ref[...] = 2.0 * x_ref[...] * g_ref[...]
+
+
+@jax.custom_vjp
+def _pallas_square(x):
+  return _pl().pallas_call(_pallas_square_kernel,
+                           out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x)
+
+
+def _pallas_square_fwd(x):
+  return _pallas_square(x), x
+
+
+def _pallas_square_bwd(x, g):
+  return (_pl().pallas_call(_pallas_square_bwd_kernel,
+                            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x, g),)
+
+
+_pallas_square.defvjp(_pallas_square_fwd, _pallas_square_bwd)
+
+
+def pallas_custom_vjp(x):
+  return jnp.sin(_pallas_square(x)) + x
+
+
+_add("pallas_custom_vjp", pallas_custom_vjp, (_uniform(1009, (8, 16)),),
+     notes="a Pallas forward kernel under jax.custom_vjp whose bwd is another Pallas kernel: "
+           "grad of the loaded program runs the saved bwd kernel")
+
+
+def _pallas_tpu_interpret_kernel(x_ref, o_ref):
+  o_ref[...] = jnp.tanh(x_ref[...]) + 1.0
+
+
+def pallas_tpu_interpret(x):
+  pl, pltpu = _pl(), _pltpu()
+  spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+  return pl.pallas_call(_pallas_tpu_interpret_kernel,
+                        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
+                        in_specs=[spec], out_specs=spec,
+                        interpret=pltpu.InterpretParams())(x)
+
+
+_add("pallas_tpu_interpret", pallas_tpu_interpret, (_uniform(1010, (16, 128)),),
+     grad_argnums=None, notes="a kernel run by Pallas's TPU interpreter (interpret="
+                              "InterpretParams(), which simulates the TPU on the CPU)")

@@ -295,3 +295,59 @@ def test_cli_check(tmp_path, m, capsys):
   assert cli.main(["check", str(bad)]) == 1
   out = capsys.readouterr()
   assert "eqn[0].invars[0]" in out.out + out.err
+
+
+def _with_params(cj, k, **params):
+  """cj with its eqn k's params updated (as a file could declare them)."""
+  eqns = list(cj.jaxpr.eqns)
+  eqns[k] = eqns[k].replace(params={**eqns[k].params, **params})
+  return jax.extend.core.ClosedJaxpr(cj.jaxpr.replace(eqns=eqns), cj.consts)
+
+
+def test_fill_or_drop_gather_needs_a_fill_value():
+  dnums = jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                         start_index_map=(0,))
+  for dtype in (np.float32, np.int32, np.uint8):
+    for mode in ("fill", "clip"):
+      cj = jax.make_jaxpr(lambda x, i: jax.lax.gather(x, i, dnums, (1, 4), mode=mode))(
+          np.zeros((6, 4), dtype), np.zeros((3, 1), np.int32))
+      k = next(k for k, e in enumerate(cj.jaxpr.eqns) if e.primitive.name == "gather")
+      assert jp.check(cj).ok
+      r = jp.check(_with_params(cj, k, fill_value=None))
+      if mode == "clip":  # only FILL_OR_DROP fills
+        assert r.ok, r
+      else:
+        assert r.errors == [(f"eqn[{k}].params.fill_value",
+                             "a FILL_OR_DROP gather needs a fill_value, not None")]
+
+
+def test_ref_slices_fit_the_ref():
+  from jax._src.state import indexing
+
+  def f(x):
+    r = jax.ref.new_ref(x)
+    r[1:3] = jnp.zeros(2)
+    return jax.ref.freeze(r)
+
+  cj = jax.make_jaxpr(f)(np.ones(4, np.float32))
+  k = next(k for k, e in enumerate(cj.jaxpr.eqns) if e.primitive.name == "swap")
+  tree = cj.jaxpr.eqns[k].params["tree"]
+  (idx,) = jax.tree_util.tree_unflatten(tree, [None] * tree.num_leaves)
+  assert jp.check(cj).ok
+
+  def with_indexer(shape=(4,), **slice_fields):
+    s = indexing.Slice(**{"start": 1, "size": 2, "stride": 1, **slice_fields})
+    t = indexing.NDIndexer((s,), shape, idx.int_indexer_shape)
+    return jp.check(_with_params(cj, k, tree=jax.tree_util.tree_structure((t,))))
+
+  where = f"eqn[{k}].params.tree"
+  assert with_indexer(stride=2).ok  # 1, 3
+  assert where not in dict(with_indexer(start=4, size=0).errors)  # (the types stage refuses it)
+  for fields, message in [
+      (dict(stride=2**62), "a slice of 2 at stride 4611686018427387904 from 1 overruns its dim of size 4"),
+      (dict(start=3), "a slice of 2 at stride 1 from 3 overruns its dim of size 4"),
+      (dict(start=-1), "a slice's start -1 is outside its dim of size 4"),
+      (dict(size=1, stride=2**40), "a slice's stride 1099511627776 is over int32's range"),
+      (dict(shape=(2,)), "an indexer of shape (2,) indexes a ref of shape (4,)")]:
+    r = with_indexer(**fields)
+    assert (where, message) in r.errors, (fields, r)

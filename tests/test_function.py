@@ -464,6 +464,8 @@ FRESH_CORPUS = textwrap.dedent("""
     import json, pathlib, sys
     import jax
     import jaxpr_proto as jp
+    # A process that reads Pallas kernels imports Pallas (decoding never imports).
+    import jax.experimental.pallas, jax.experimental.pallas.tpu, jax.experimental.pallas.triton
     res = {}
     # The corpus's host callbacks, by name: types are all this process asks of them.
     bound = {n: print for n in ("corpus.record", "corpus.host_sin", "corpus.host_affine")}

@@ -30,7 +30,11 @@ level, and judges it (`judge`):
   other result types than it gives, which JAX finds only when it calls it;
   nor does a `check` eqn that JAX refuses to jit until checkify.checkify
   functionalizes it (`check_not_functionalized`), as it refuses the
-  original program (a checkify.check traced without checkify).
+  original program (a checkify.check traced without checkify); nor a Pallas
+  kernel for a TPU or GPU, which this CPU runs only interpreted
+  (`needs_accelerator`), or one whose index maps read out of bounds, which
+  Pallas's TPU interpreter raises at run time as it is meant to
+  (`kernel_out_of_bounds`: the values decide it, as for an original).
 
     .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
@@ -77,7 +81,8 @@ _FD = _descriptor.FieldDescriptor
 
 # The outcomes that are not bad.
 GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on", "out_of_memory",
-        "host_callback_failed", "check_not_functionalized")
+        "host_callback_failed", "check_not_functionalized", "needs_accelerator",
+        "kernel_out_of_bounds")
 # Saved cases whose seed's program can be pulled back end in this: their
 # replay judges vjp too.
 VJP_SUFFIX = "_vjp"
@@ -477,6 +482,11 @@ def _failed(stage: str, e: Exception, cj) -> tuple[str, str]:
   if (cj is not None and "checkify.check which was not functionalized" in str(e)
       and _any_eqn(cj.jaxpr, lambda eqn: eqn.primitive.name == "check")):
     return "check_not_functionalized", f"{stage}: {str(e)[:300]}"
+  if cj is not None and _any_eqn(cj.jaxpr, lambda eqn: eqn.primitive.name == "pallas_call"):
+    if "Only interpret mode is supported on CPU backend" in str(e):
+      return "needs_accelerator", f"{stage}: {str(e)[:300]}"
+    if isinstance(e, IndexError) and str(e).startswith("Out-of-bounds "):
+      return "kernel_out_of_bounds", f"{stage}: {str(e)[:300]}"
   return "fails_in_jax", f"{stage}: {type(e).__name__}: {str(e)[:1500]}"
 
 
@@ -561,6 +571,7 @@ def _worker(conn, executing):
   _executing = executing
   import jax
   jax.config.update("jax_platforms", "cpu")
+  _import_pallas()  # (decoding never imports: a process that reads kernels has Pallas)
   vjp_seeds: dict[str, bool] = {}
   cases = 0
   while True:
@@ -583,6 +594,16 @@ def _worker(conn, executing):
     if outcome == "ran" and vjp:
       outcome, detail = judge_vjp(data)
     conn.send((outcome, detail, bool(vjp)))
+
+
+def _import_pallas() -> None:
+  import importlib
+  for name in ("jax.experimental.pallas", "jax.experimental.pallas.tpu",
+               "jax.experimental.pallas.triton", "jax.experimental.pallas.mosaic_gpu"):
+    try:
+      importlib.import_module(name)
+    except ImportError:  # (a backend this jaxlib lacks)
+      pass
 
 
 # Outcomes where the worker's alarm stopped a case mid-way.
@@ -616,7 +637,7 @@ class Runner:
     if self._conn.poll(4 * TIME_LIMIT_S + 60):
       try:
         result = self._conn.recv()
-      except EOFError:
+      except (EOFError, ConnectionResetError):  # the worker died mid-answer
         pass
       else:
         if result[0] in _STOPPED:  # XLA may still be running it: the next case gets a new worker

@@ -20,6 +20,7 @@ from jaxpr_proto.check import bounds, param_schema
 from jaxpr_proto.codec import custom_rules, names
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+_INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
 def errors(dec):
@@ -606,6 +607,14 @@ def _dynamic_slice(eqn, *, slice_sizes, **_):
     yield "slice_sizes", f"slice_sizes has {len(slice_sizes)} entries for an operand of rank {rank}"
 
 
+def _gather(eqn, *, mode, fill_value, **_):
+  """A FILL_OR_DROP gather's lowering fills out-of-bounds slices with its
+  fill_value (lax.gather sets one for every dtype; JAX's lowering fails on
+  None). Other modes ignore it."""
+  if mode == jax.lax.GatherScatterMode.FILL_OR_DROP and fill_value is None:
+    yield "fill_value", "a FILL_OR_DROP gather needs a fill_value, not None"
+
+
 # The primitives whose first operand must be a PRNG key array (their type
 # rules read the key's impl without checking that it has one).
 _KEY_OPERAND = ("random_bits", "random_split", "random_fold_in", "random_unwrap", "random_clone")
@@ -796,7 +805,9 @@ def _random_gamma(eqn, **_):
 def _ref_indexers(eqn, *, tree, **_):
   """get/swap/addupdate's indexers: each slice's start and size an int or an
   operand, its stride a positive int (lowering computes with them; JAX's
-  rules take the tree as traced)."""
+  rules take the tree as traced); each NDIndexer of the shape of what it
+  indexes (the discharge rules slice by its indices, JAX's type rule reads
+  only their sizes), each static slice within its dim."""
   operand = object()
   try:
     transforms = tree.unflatten([operand] * tree.num_leaves)
@@ -804,8 +815,14 @@ def _ref_indexers(eqn, *, tree, **_):
     yield "tree", f"the ref's indexers do not rebuild ({type(e).__name__}: {e})"
     return
   slice_type = compat.internal_pytree_types()["jax::Slice"]
+  aval = getattr(eqn.invars[0].aval, "inner_aval", None)
   for t in (transforms if type(transforms) is tuple else (transforms,)):
-    for idx in getattr(t, "indices", ()):
+    indices = getattr(t, "indices", None)
+    if indices is not None and isinstance(aval, compat.ShapedArray) and \
+        tuple(t.shape) != aval.shape:
+      yield "tree", f"an indexer of shape {tuple(t.shape)} indexes a ref of shape {aval.shape}"
+      return
+    for idx, dim in zip(indices or (), getattr(t, "shape", ())):
       if type(idx) is not slice_type:
         continue
       for field in ("start", "size"):
@@ -816,6 +833,35 @@ def _ref_indexers(eqn, *, tree, **_):
       if not isinstance(idx.stride, (int, np.integer)) or idx.stride < 1:
         yield "tree", f"a slice's stride is {idx.stride!r}, not a positive int"
         return
+      why = _slice_misfit(idx, dim, operand)
+      if why:
+        yield "tree", why
+        return
+    try:
+      aval = t.transform_type(aval)
+    except Exception:  # the types stage says why
+      aval = None
+
+
+def _slice_misfit(idx, dim, operand):
+  """Why a static slice does not fit a dim of size `dim` (its start, size
+  and span in 0..dim; the discharge rules compute its start, and its
+  indices by stride, in int32), or None."""
+  if type(dim) is not int:
+    return None
+  start = None if idx.start is operand else int(idx.start)
+  size = None if idx.size is operand else int(idx.size)
+  stride = int(idx.stride)
+  if start is not None and not 0 <= start <= min(dim, _INT32[1]):
+    return f"a slice's start {start} is outside its dim of size {dim}"
+  if size is not None and not 0 <= size <= dim:
+    return f"a slice's size {size} is outside its dim of size {dim}"
+  if size and (size - 1) * stride + 1 > dim - (start or 0):
+    at = "" if start is None else f" from {start}"
+    return f"a slice of {size} at stride {stride}{at} overruns its dim of size {dim}"
+  if stride > _INT32[1]:
+    return f"a slice's stride {stride} is over int32's range"
+  return None
 
 
 def _reshape(eqn, *, new_sizes, **_):
@@ -939,6 +985,178 @@ def _linear_call(eqn, *, callee, transpose_thunk, num_callee_consts, num_res, **
   yield from _jaxpr_fits("transpose_thunk", transpose, consts + res + _out_avals(callee), lin)
 
 
+# --- Pallas ---------------------------------------------------------------------------
+
+def _pallas_call(eqn, *, jaxpr, grid_mapping, out_avals, input_output_aliases=(),
+                 interpret=False, compiler_params=None, **_):
+  """A Pallas kernel against its grid mapping (JAX's abstract eval of
+  pallas_call returns out_avals and checks nothing else; lowering and the
+  interpreter index by these counts and shapes): the operands are the
+  kernel's closed-over refs, the scalar prefetch operands and the inputs;
+  the kernel takes a ref per scalar prefetch operand, a block per input and
+  output, then the scratch refs; each index map takes the grid indices
+  (int32 scalars) and the scalar prefetch refs and gives an integer scalar
+  per block dim; each block is of its array's dtype and block shape."""
+  gm = grid_mapping
+  bms, grid = gm.block_mappings, gm.grid
+  n_idx, n_in, n_out, n_scratch = (gm.num_index_operands, gm.num_inputs, gm.num_outputs,
+                                   len(gm.scratch_avals))
+  if len(bms) != n_in + n_out:
+    yield "grid_mapping", (f"has {len(bms)} block mappings for num_inputs={n_in} and "
+                           f"num_outputs={n_out}")
+    return
+  ima = list(gm.index_map_avals)
+  if len(ima) != len(grid) + n_idx:
+    yield "grid_mapping", (f"index maps take {len(ima)} operands for a grid of {len(grid)} axes "
+                           f"and {n_idx} scalar prefetch operands")
+    return
+  for k, a in enumerate(ima[:len(grid)]):
+    if not (type(a) is compat.ShapedArray and a.shape == () and a.dtype == np.int32):
+      yield "grid_mapping", f"index map operand {k} is {a.str_short()}, not the int32 grid index"
+      return
+  if gm.index_map_tree.num_leaves != len(ima):
+    yield "grid_mapping", (f"the index maps' input tree has {gm.index_map_tree.num_leaves} "
+                           f"leaves for {len(ima)} operands")
+    return
+  kernel = jaxpr.jaxpr if isinstance(jaxpr, compat.ClosedJaxpr) else jaxpr
+  if kernel.outvars:
+    yield "jaxpr", f"the kernel returns {len(kernel.outvars)} values; a Pallas kernel returns none"
+    return
+  kin = _avals(kernel.invars)
+  if len(kin) != n_idx + n_in + n_out + n_scratch:
+    yield "jaxpr", (f"the kernel takes {len(kin)} operands where the grid mapping has {n_idx} "
+                    f"scalar prefetch, {n_in} input, {n_out} output and {n_scratch} scratch operands")
+    return
+  ops = _avals(eqn.invars)
+  n_consts = len(kernel.constvars)
+  if len(ops) != n_consts + n_idx + n_in:
+    yield None, (f"pallas_call has {len(ops)} operands where its kernel closes over {n_consts} "
+                 f"refs and the grid mapping has {n_idx} scalar prefetch and {n_in} inputs")
+    return
+  for k, (v, a) in enumerate(zip(kernel.constvars, ops)):
+    if not _match(v.aval, a):
+      yield "jaxpr", f"the kernel's closed-over ref {k} is {v.aval.str_short()}, its operand {a.str_short()}"
+      return
+  if len(out_avals) != n_out or len(eqn.outvars) != n_out:
+    yield "out_avals", (f"{len(out_avals)} out_avals and {len(eqn.outvars)} results for "
+                        f"num_outputs={n_out}")
+    return
+
+  def same_array(a, b):
+    return getattr(a, "shape", None) == getattr(b, "shape", None) and \
+        getattr(a, "dtype", None) == getattr(b, "dtype", None)
+
+  def same_ref(a, b):
+    return (isinstance(a, compat.AbstractRef) and isinstance(b, compat.AbstractRef)
+            and same_array(a, b) and a.memory_space == b.memory_space)
+
+  for k in range(n_idx):
+    op, im, kr = ops[n_consts + k], ima[len(grid) + k], kin[k]
+    if not (same_array(op, im) and same_array(op, kr)):
+      yield "grid_mapping", (f"scalar prefetch operand {k} is {op.str_short()}, the index maps "
+                             f"take {im.str_short()} and the kernel {kr.str_short()}")
+      return
+  for k, bm in enumerate(bms):
+    where = f"grid_mapping.block_mappings[{k}]"
+    array, dims = bm.array_aval, bm.block_shape
+    if len(dims) != len(array.shape):
+      yield where, f"block shape {dims} has {len(dims)} dims for the array {array.str_short()}"
+      return
+    if 0 in array.shape:  # no block fits (the interpreter slices blocks out of it)
+      yield where, f"the array {array.str_short()} is empty"
+      return
+    block = tuple(d.block_size for d in dims if type(d).__name__ != "Squeezed")
+    ref = bm.transformed_block_aval
+    if getattr(ref, "shape", None) != block or getattr(ref, "dtype", None) != array.dtype:
+      yield where, (f"the block {ref.str_short()} is not of block shape {block} and dtype "
+                    f"{array.dtype}")
+      return
+    if not same_ref(kin[n_idx + k], ref):
+      yield "jaxpr", (f"the kernel takes {kin[n_idx + k].str_short()} for block {k} "
+                      f"({bm.origin}), which is {ref.str_short()}")
+      return
+    outer = ops[n_consts + n_idx + k] if k < n_in else out_avals[k - n_in]
+    if not same_array(outer, array):
+      what = f"operand {n_consts + n_idx + k}" if k < n_in else f"out_avals[{k - n_in}]"
+      yield where, f"the array {array.str_short()} is not {what}, {outer.str_short()}"
+      return
+    im = bm.index_map_jaxpr
+    ins = list(im.in_avals)
+    if len(ins) != len(ima) or not all(_match(a, b) for a, b in zip(ins, ima)):
+      show = lambda avals: ", ".join(a.str_short() for a in avals)  # noqa: E731
+      yield f"{where}.index_map_jaxpr", (f"the index map takes ({show(ins)}) where the grid "
+                                         f"mapping gives ({show(ima)})")
+      return
+    outs = list(im.out_avals)
+    if not all(type(a) is compat.ShapedArray and a.shape == () and a.dtype in (np.int32, np.int64)
+               for a in outs):
+      yield where, "the index map must give integer scalars"
+      return
+    if bm.index_map_out_tree.num_leaves != len(outs) or (
+        len(outs) != len(dims) and not any(type(d).__name__ == "BoundedSlice" for d in dims)):
+      yield where, f"the index map gives {len(outs)} indices for {len(dims)} block dims"
+      return
+  for k, (a, s) in enumerate(zip(kin[n_idx + n_in + n_out:], gm.scratch_avals)):
+    if not (same_ref(a, s) if isinstance(s, compat.AbstractRef) else same_array(a, s)):
+      yield "jaxpr", f"the kernel takes {a.str_short()} for scratch operand {k}, which is {s.str_short()}"
+      return
+  if interpret is True and any(type(d).__name__ in ("BoundedSlice", "Indirect")
+                              for bm in bms for d in bm.block_shape):
+    yield "interpret", "Pallas's interpreter takes Blocked, Element and Squeezed block dims only"
+    return
+  semantics = getattr(compiler_params, "dimension_semantics", None)
+  if semantics is not None and len(semantics) != len(grid):
+    yield "compiler_params", (f"dimension_semantics has {len(semantics)} entries for a grid of "
+                              f"{len(grid)} axes")
+    return
+  axis = _pallas_grid_axis(kernel, len(grid))
+  if axis is not None:
+    yield "jaxpr", f"the kernel reads {axis}"
+    return
+  seen = set()
+  for pair in input_output_aliases:
+    i, o = pair if type(pair) is tuple and len(pair) == 2 else (None, None)
+    if not (type(i) is int and type(o) is int and 0 <= i < len(ops) - n_consts
+            and 0 <= o < n_out) or o in seen:
+      yield "input_output_aliases", f"{pair!r} is not a distinct (input, output) pair in range"
+      return
+    seen.add(o)
+    if not same_array(ops[n_consts + i], out_avals[o]):
+      yield "input_output_aliases", (f"input {i} ({ops[n_consts + i].str_short()}) is aliased "
+                                     f"to output {o} ({out_avals[o].str_short()})")
+      return
+
+
+
+# Ref primitives, and where their indexer operands start.
+_REF_INDEXED = {"get": 1, "swap": 2, "addupdate": 2}
+
+
+def _pallas_grid_axis(kernel, rank):
+  """What a kernel reads that it cannot (in it or its sub-jaxprs): a grid
+  axis outside the grid (program_id, num_programs), a ref at a non-integer
+  index; or None."""
+  todo, seen = [kernel], set()
+  while todo:
+    j = todo.pop()
+    j = j.jaxpr if isinstance(j, compat.ClosedJaxpr) else j
+    if id(j) in seen or not isinstance(j, compat.Jaxpr):
+      continue
+    seen.add(id(j))
+    for e in j.eqns:
+      if e.primitive.name in ("program_id", "num_programs"):
+        axis = e.params.get("axis")
+        if not (type(axis) is int and 0 <= axis < rank):
+          return f"grid axis {axis} of a grid of {rank} axes"
+      elif e.primitive.name in _REF_INDEXED:  # (the discharge rules index with them)
+        for x in e.invars[_REF_INDEXED[e.primitive.name]:]:
+          dtype = getattr(x.aval, "dtype", None)
+          if dtype is None or not (np.issubdtype(dtype, np.integer) or dtype == np.bool_):
+            return f"a ref indexed by {x.aval.str_short()}, not an integer"
+      todo.extend(compat.jaxprs_in_params(e.params))
+  return None
+
+
 RULES = {
     **{name: _callback for name in compat.CALLBACK_PRIMITIVES},
     "linear_call": _linear_call,
@@ -947,10 +1165,12 @@ RULES = {
     "jit": _jit,
     "remat2": _call_jaxpr("jaxpr"),  # jax.checkpoint
     "closed_call": _call_jaxpr("call_jaxpr"),
+    "custom_vmap_call": _call_jaxpr("call"),  # (its abstract eval checks no operand)
     "custom_jvp_call": _custom_jvp_call,
     "custom_vjp_call": _custom_vjp_call,
     "custom_linear_solve": _custom_linear_solve,
     "dynamic_slice": _dynamic_slice,
+    "gather": _gather,
     "shard_map": _shard_map,
     **{name: _key_operand for name in _KEY_OPERAND},
     "reshape": _reshape,
@@ -984,4 +1204,5 @@ RULES = {
     "reduce_window_min": _windowed,
     **{name: _scatter for name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul",
                                    "scatter-min", "scatter-max")},
+    "pallas_call": _pallas_call,
 }

@@ -8,7 +8,7 @@ FIXUPS rebuild what depends on several params once all are decoded.
 from __future__ import annotations
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import callbacks, custom_rules, custom_vmap, extensions
+from jaxpr_proto.codec import callbacks, custom_rules, custom_vmap, extensions, pallas
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -87,6 +87,7 @@ PARAM_CODECS = {
     **callbacks.PARAM_CODECS,
     ("linear_call", "transpose_thunk"): _linear_call_transpose(),
     ("custom_vmap_call", "rule"): (custom_vmap.encode, custom_vmap.decode),
+    **pallas.PARAM_CODECS,
 }
 
 

@@ -56,6 +56,8 @@ FEATURES: dict[str, int] = {
     "functions": 3,
     # 1.3: FunctionSignature.static_leaves (jp.trace(filter=True)).
     "static_leaves": 3,
+    # 1.3: Pallas kernels (pallas_call's GridMapping, BlockMapping and refs, as extensions).
+    "pallas": 3,
 }
 SUPPORTED_FEATURES: frozenset[str] = frozenset(FEATURES)
 
