@@ -13,12 +13,8 @@ fresh.
 from __future__ import annotations
 
 import collections
-import fcntl
 import json
-import os
 import pathlib
-import re
-import shutil
 import subprocess
 import sys
 
@@ -149,18 +145,6 @@ def test_protoc_decode_reads_the_same_program(jaxpb_files, name):
 
 # --- JavaScript: tools/js/read_jaxpb.mjs --------------------------------------------------
 
-# Network errors of npm (and of node's fetch) that mean "no network", not a
-# broken lockfile or package.
-_NO_NETWORK = re.compile(r"E(NOTFOUND|AI_AGAIN|CONNREFUSED|CONNRESET|TIMEDOUT|NETUNREACH|HOSTUNREACH"
-                         r"|NOTCACHED)|network|socket hang up|fetch failed", re.I)
-
-
-def _js_deps_installed() -> bool:
-  # npm writes node_modules/.package-lock.json last: a complete install.
-  return ((JS_DIR / "node_modules" / "protobufjs" / "package.json").is_file()
-          and (JS_DIR / "node_modules" / ".package-lock.json").is_file())
-
-
 def _announce(config, line: str) -> None:
   """A line on the terminal, past pytest's output capture (xdist workers too)."""
   capman = config.pluginmanager.getplugin("capturemanager")
@@ -178,37 +162,8 @@ _NPM_CI_TIMEOUT = pytest.mark.timeout(900)
 def node(request) -> str:
   """node, with tools/js's dependencies: `npm ci` runs once when they are
   missing (under a lock on tools/js: pytest-xdist workers share it)."""
-  node, npm = shutil.which("node"), shutil.which("npm")
-  missing = [name for name, path in (("node", node), ("npm", npm)) if path is None]
-  if missing:
-    pytest.skip(f"the JavaScript reader's tests need node and npm; {' and '.join(missing)} "
-                f"{'is' if len(missing) == 1 else 'are'} not installed (not on PATH)")
-  fd = os.open(JS_DIR, os.O_RDONLY)
-  try:
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    if not _js_deps_installed():
-      _announce(request.config, "running `npm ci` in tools/js for the JavaScript reader's tests (once)")
-      # Offline, npm's default retries (2, backing off up to a minute) only delay the skip.
-      env = {"npm_config_fetch_retries": "1", "npm_config_fetch_retry_mintimeout": "2000",
-             "npm_config_fetch_retry_maxtimeout": "10000", **os.environ}
-      try:
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, env=env,
-                              capture_output=True, text=True, timeout=600)
-      except subprocess.TimeoutExpired:
-        pytest.skip("`npm ci` in tools/js did not finish in 10 minutes (no network?), so the "
-                    "JavaScript reader's tests cannot run")
-      out = (done.stdout + done.stderr)[-3000:]
-      cause = _NO_NETWORK.search(out)
-      if done.returncode != 0 and cause:
-        line = next(l for l in out.splitlines() if cause.group(0) in l).strip()
-        pytest.skip("`npm ci` in tools/js failed for lack of network, so the JavaScript "
-                    f"reader's tests cannot run ({line[:200]})")
-      assert done.returncode == 0, f"`npm ci` in tools/js failed: {out}"
-      assert _js_deps_installed(), f"`npm ci` in tools/js did not install protobufjs: {out}"
-  finally:
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
-  return node
+  return helpers.js_node("the JavaScript reader's tests",
+                         lambda line: _announce(request.config, line))
 
 
 def _read_js(node, *args, check=True):

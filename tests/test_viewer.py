@@ -10,12 +10,9 @@ npm, as the JavaScript reader's tests do.
 from __future__ import annotations
 
 import base64
-import fcntl
 import importlib.util
-import os
 import pathlib
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -23,6 +20,7 @@ import pytest
 import jaxpr_proto as jp
 from jaxpr_proto.cli import commands as cli
 from jaxpr_proto.cli import view
+from tests import helpers
 from tests.test_textforms import PROGRAMS, traced
 
 pytestmark = pytest.mark.main_jax_only
@@ -296,36 +294,10 @@ def test_screenshot(browser, tmp_path):
 
 # --- the committed template is fresh -----------------------------------------------------
 
-def _js_deps_installed() -> bool:
-  nm = JS_DIR / "node_modules"
-  return all((nm / p / "package.json").is_file() for p in ("protobufjs", "@dagrejs/dagre", "esbuild")) \
-      and (nm / ".package-lock.json").is_file()
-
-
 @pytest.fixture(scope="module")
 def node():
-  """node, with tools/js's dependencies (`npm ci` once when they are missing,
-  under a lock on tools/js, as tests/test_cross_language.py does)."""
-  node, npm = shutil.which("node"), shutil.which("npm")
-  if node is None or npm is None:
-    pytest.skip("rebuilding the viewer's page needs node and npm (not on PATH)")
-  fd = os.open(JS_DIR, os.O_RDONLY)
-  try:
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    if not _js_deps_installed():
-      env = {"npm_config_fetch_retries": "1", "npm_config_fetch_retry_mintimeout": "2000",
-             "npm_config_fetch_retry_maxtimeout": "10000", **os.environ}
-      try:
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, env=env,
-                              capture_output=True, text=True, timeout=600)
-      except subprocess.TimeoutExpired:
-        pytest.skip("`npm ci` in tools/js did not finish in 10 minutes (no network?)")
-      if done.returncode != 0 or not _js_deps_installed():
-        pytest.skip(f"`npm ci` in tools/js failed (no network?): {(done.stdout + done.stderr)[-300:]}")
-  finally:
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
-  return node
+  """node, with tools/js's dependencies (tests/helpers.js_node)."""
+  return helpers.js_node("the viewer's freshness test")
 
 
 @pytest.mark.timeout(900)
