@@ -34,7 +34,10 @@ level, and judges it (`judge`):
   kernel for a TPU or GPU, which this CPU runs only interpreted
   (`needs_accelerator`), or one whose index maps read out of bounds, which
   Pallas's TPU interpreter raises at run time as it is meant to
-  (`kernel_out_of_bounds`: the values decide it, as for an original).
+  (`kernel_out_of_bounds`: the values decide it, as for an original); nor a
+  program that computes with a dtype this CPU backend cannot compile at all
+  (`backend_lacks_dtype`: float6 in JAX 0.10-0.12, where even `x + x`
+  fails), which another backend may run.
 
     .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
@@ -82,7 +85,7 @@ _FD = _descriptor.FieldDescriptor
 # The outcomes that are not bad.
 GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on", "out_of_memory",
         "host_callback_failed", "check_not_functionalized", "needs_accelerator",
-        "kernel_out_of_bounds")
+        "kernel_out_of_bounds", "backend_lacks_dtype")
 # Saved cases whose seed's program can be pulled back end in this: their
 # replay judges vjp too.
 VJP_SUFFIX = "_vjp"
@@ -485,9 +488,38 @@ def _failed(stage: str, e: Exception, cj) -> tuple[str, str]:
   if cj is not None and _any_eqn(cj.jaxpr, lambda eqn: eqn.primitive.name == "pallas_call"):
     if "Only interpret mode is supported on CPU backend" in str(e):
       return "needs_accelerator", f"{stage}: {str(e)[:300]}"
-    if isinstance(e, IndexError) and str(e).startswith("Out-of-bounds "):
+    if "IndexError: Out-of-bounds " in f"{type(e).__name__}: {e}":  # (under jit: in a callback)
       return "kernel_out_of_bounds", f"{stage}: {str(e)[:300]}"
+  if cj is not None and _any_eqn(cj.jaxpr, lambda eqn: any(
+      getattr(v.aval, "dtype", None) in _cpu_unusable_dtypes() for v in (*eqn.invars, *eqn.outvars))):
+    return "backend_lacks_dtype", f"{stage}: {str(e)[:300]}"
   return "fails_in_jax", f"{stage}: {type(e).__name__}: {str(e)[:1500]}"
+
+
+_UNUSABLE = None
+
+
+def _cpu_unusable_dtypes() -> frozenset:
+  """The dtypes with which the CPU backend compiles not even `x + x`."""
+  global _UNUSABLE
+  if _UNUSABLE is None:
+    import jax
+    import ml_dtypes
+    found = set()
+    for name in dir(ml_dtypes):
+      try:
+        dt = np.dtype(getattr(ml_dtypes, name))
+        x = np.zeros(2, dt)
+      except Exception:  # not a dtype
+        continue
+      try:
+        jax.jit(lambda x: x + x)(x).block_until_ready()
+      except TypeError:  # not one JAX takes
+        pass
+      except Exception:  # XLA's: the backend cannot compile it
+        found.add(dt)
+    _UNUSABLE = frozenset(found)
+  return _UNUSABLE
 
 
 def _calls_back(eqn) -> bool:
