@@ -22,7 +22,8 @@ level, and judges it (`judge`):
   loop that compiled and then runs on (`while_runs_on`: a loop whose
   condition stays true, as `lax.while_loop(lambda c: True, ...)`, runs
   forever under JAX too, and whether a loop ends cannot be decided; so does
-  a scan of more than LONG_SCAN steps); a program that needs more memory
+  a scan, or an interpreted Pallas grid, of more than LONG_SCAN steps); a
+  program that needs more memory
   than the machine has (`out_of_memory`, or `loaded_not_run` where a value
   it makes is over MAX_INPUT_BYTES) says nothing of the file; nor does a
   host callback that fails (`host_callback_failed`): the function a callback
@@ -55,6 +56,7 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
+import math
 import multiprocessing
 import os
 import pathlib
@@ -392,11 +394,15 @@ LONG_SCAN = 10 ** 6
 
 
 def _loops_on(eqn) -> bool:
-  """Whether the eqn is a loop that may run on: a while loop, or a scan of
-  more than LONG_SCAN steps (lax.scan of length 2**31 - 1 runs for hours
-  under JAX too)."""
-  return eqn.primitive.name == "while" or (
-      eqn.primitive.name == "scan" and eqn.params.get("length", 0) > LONG_SCAN)
+  """Whether the eqn is a loop that may run on: a while loop, or a scan or
+  an interpreted Pallas grid of more than LONG_SCAN steps (lax.scan of
+  length 2**31 - 1 runs for hours under JAX too)."""
+  name = eqn.primitive.name
+  if name == "pallas_call":
+    grid = getattr(eqn.params.get("grid_mapping"), "grid", ())
+    return bool(eqn.params.get("interpret")) and math.prod(
+        d for d in grid if isinstance(d, int)) > LONG_SCAN
+  return name == "while" or (name == "scan" and eqn.params.get("length", 0) > LONG_SCAN)
 
 
 def _run_program(cj, vjp: bool) -> str:
