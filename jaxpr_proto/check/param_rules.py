@@ -607,6 +607,14 @@ def _dynamic_slice(eqn, *, slice_sizes, **_):
     yield "slice_sizes", f"slice_sizes has {len(slice_sizes)} entries for an operand of rank {rank}"
 
 
+def _split(eqn, *, axis, **_):
+  """An axis of the operand, as jnp.split and lax.split give it (JAX's shape
+  rule takes -1 too, but its transpose concatenates along `axis` as given)."""
+  rank = len(eqn.invars[0].aval.shape) if eqn.invars else 0
+  if type(axis) is not int or not 0 <= axis < rank:
+    yield "axis", f"split's axis={axis!r} is not an axis of its rank-{rank} operand (0..{rank - 1})"
+
+
 def _gather(eqn, *, mode, fill_value, **_):
   """A FILL_OR_DROP gather's lowering fills out-of-bounds slices with its
   fill_value (lax.gather sets one for every dtype; JAX's lowering fails on
@@ -1171,6 +1179,7 @@ RULES = {
     "custom_linear_solve": _custom_linear_solve,
     "dynamic_slice": _dynamic_slice,
     "gather": _gather,
+    "split": _split,
     "shard_map": _shard_map,
     **{name: _key_operand for name in _KEY_OPERAND},
     "reshape": _reshape,
