@@ -75,10 +75,10 @@ def _check_error(aux, children, path):
   process gives out only others from now on (they are int32 in programs)."""
   if not isinstance(aux, dict) or not all(
       type(k) is int and 0 <= k < 2**31 and isinstance(t, jax.tree_util.PyTreeDef)
-      and (t.node_data() or (None,))[0] in _EXCEPTION_TYPES for k, t in aux.items()):
+      and pytrees.node_type(t) in _EXCEPTION_TYPES for k, t in aux.items()):
     return "an Error's metadata must map int codes to checkify exception structures"
   if len(children) != 3 or not all(
-      (c.node_data() or (None,))[0] is dict
+      pytrees.node_type(c) is dict
       and all(type(k) is compat.CheckifyErrorEffect for k in c.node_data()[1])
       for c in children):
     return "an Error's children must be three dicts keyed by checkify error effects"
@@ -110,8 +110,8 @@ def _check_failed_check(aux, children, path):
   if not (isinstance(aux, tuple) and len(aux) == 2 and _is_traceback(aux[0])
           and isinstance(aux[1], str)):
     return "FailedCheckError's aux must be (traceback, message format)"
-  if len(children) != 2 or (children[0].node_data() or (None,))[0] is not tuple \
-      or (children[1].node_data() or (None,))[0] is not dict:
+  if len(children) != 2 or pytrees.node_type(children[0]) is not tuple \
+      or pytrees.node_type(children[1]) is not dict:
     return "FailedCheckError's children must be its args (a tuple) and kwargs (a dict)"
   kwargs = children[1].node_data()[1]
   if not all(isinstance(k, str) for k in kwargs):

@@ -19,7 +19,7 @@ import itertools
 import jax
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import extensions
+from jaxpr_proto.codec import extensions, pytrees
 from jaxpr_proto.errors import DecodeError, RuleNotSavedError
 
 CODEC = "jax::custom_vmap_rule"
@@ -137,7 +137,7 @@ def fixup(params, path) -> None:
   # JAX unflattens the operands and outputs with these trees, the consts and
   # args (the primals and tangents of a jvp) apart.
   parts = jax.tree_util.treedef_children(in_tree) if in_tree.node_data() else []
-  if (in_tree.node_data() or (None,))[0] is not tuple or len(parts) != 2 \
+  if pytrees.node_type(in_tree) is not tuple or len(parts) != 2 \
       or in_tree.num_leaves != len(call.in_avals) or out_tree.num_leaves != len(call.out_avals):
     raise DecodeError(f"custom_vmap_call's in_tree {in_tree} and out_tree {out_tree} do not fit "
                       f"its call of {len(call.in_avals)} inputs and {len(call.out_avals)} "

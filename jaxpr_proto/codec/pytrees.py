@@ -26,6 +26,12 @@ _BUILTIN = {tuple: _K.TREE_NODE_KIND_TUPLE, list: _K.TREE_NODE_KIND_LIST,
 _BUILTIN_INV = {v: k for k, v in _BUILTIN.items()}
 
 
+def node_type(t: PyTreeDef):
+  """The class of a structure's root node; None for a leaf."""
+  data = t.node_data()
+  return None if data is None else data[0]
+
+
 def encode_treedef(t: PyTreeDef, value_encoder, path: str) -> pb.TreeDef:
   return pb.TreeDef(root=_encode_node(t, value_encoder, path))
 

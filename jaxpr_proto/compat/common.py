@@ -537,6 +537,9 @@ CALLBACK_SINGLETONS = {
 }
 
 
+from jax._src import custom_batching as _custom_batching  # noqa: E402
+
+
 def tracing_treedef(t):
   """`t` in the registry where JAX builds custom_vmap_call's in_tree (JAX
   0.10 has one registry)."""
@@ -546,21 +549,18 @@ def tracing_treedef(t):
 def custom_vmap_rule(fn):
   """custom_vmap_call's `rule` param for the batching rule `fn`, as JAX's
   custom_vmap makes it."""
-  from jax._src import custom_batching
-  return custom_batching.ClosedRule(fn, core.DebugInfo("custom_vmap rule", fn.__qualname__,
+  return _custom_batching.ClosedRule(fn, core.DebugInfo("custom_vmap rule", fn.__qualname__,
                                                        None, None))
 
 
 def is_closed_rule(value) -> bool:
   """Whether a `rule` param is a ClosedRule (JAX calls it without consts)."""
-  from jax._src import custom_batching
-  return isinstance(value, custom_batching.ClosedRule)
+  return isinstance(value, _custom_batching.ClosedRule)
 
 
 def call_custom_vmap_rule(fn, axis_size, in_batched, args):
   """(out, out_batched) of a custom_vmap rule, called as JAX's batching rule calls it."""
-  from jax._src import custom_batching
-  return custom_batching.call_rule(fn, axis_size, in_batched, args)
+  return _custom_batching.call_rule(fn, axis_size, in_batched, args)
 
 
 # --- checkify's errors: pytree nodes and effects in err_tree and out_trees ------------
