@@ -352,11 +352,15 @@ def _makes_too_big(eqn) -> bool:
 def _jax_cannot_differentiate(eqn) -> bool:
   """An eqn whose vjp fails inside JAX just as for a program a user wrote:
   a max or min pool with negative padding (JAX 0.10-0.12 transpose it to a
-  slice with a negative start; checked with lax.reduce_window), or a
+  slice with a negative start; checked with lax.reduce_window), a
   custom_root whose tangent_solve JAX cannot transpose (one that is not
-  linear in its tangents, as `lambda g, y: g(1.0) / y` is not)."""
+  linear in its tangents, as `lambda g, y: g(1.0) / y` is not), or betainc,
+  which JAX does not differentiate in a and b (`jax.grad(lambda a:
+  lax.betainc(a, 2., .5))(1.)` raises the same ValueError)."""
   if eqn.primitive.name in ("reduce_window_max", "reduce_window_min"):
     return any(p < 0 for pair in eqn.params["padding"] for p in pair)
+  if eqn.primitive.name == "regularized_incomplete_beta":
+    return True
   prim = eqn.params.get("_prim")
   return type(prim).__name__ == "CustomRoot" and not _transposes(prim, "tangent_solve")
 

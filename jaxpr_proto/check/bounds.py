@@ -41,9 +41,10 @@ def check_tokens(st, err) -> None:
   m = st.m
   if not any(a.WhichOneof("kind") == "token" for a in m.avals):
     return
-  root = m.jaxprs[m.closed_jaxprs[m.root].jaxpr]
+  i = m.closed_jaxprs[m.root].jaxpr
+  root, c = m.jaxprs[i], st.columns[i]
   avals = {v.id: v.aval for v in (*root.constvars, *root.invars)}
-  avals.update((b.var.id, b.var.aval) for e in root.eqns for b in e.outvars if b.HasField("var"))
+  avals.update((x - 1, a) for x, a in zip(c.results, c.result_avals) if x)
   seen = set()
   for k, a in enumerate(root.outvars):
     if not a.HasField("var") or a.var not in avals:
@@ -79,38 +80,49 @@ def check_bounds(st, err) -> None:
   prim_names = [p.name for p in m.primitives]
   root = m.closed_jaxprs[m.root].jaxpr
   # Post-order over the jaxprs the root reaches (structure ruled out cycles).
-  subs_of_jaxpr: dict[int, list[list[int]]] = {}
+  subs_of_jaxpr: dict[int, dict[int, list[int]]] = {}  # jaxpr -> {eqn: its sub-jaxprs}
   stack = [(root, False)]
   while stack:
     i, ready = stack.pop()
     if i in size:
       continue
-    j = m.jaxprs[i]
+    c = st.columns[i]
     eqn_subs = subs_of_jaxpr.get(i)
     if eqn_subs is None:
-      eqn_subs = subs_of_jaxpr[i] = [[s for q in e.params for s in param_subs(q)] if e.params else ()
-                                     for e in j.eqns]
+      eqn_subs = subs_of_jaxpr[i] = {}
+      with_subs = {q for q in set(c.params) if param_subs(q)}
+      if with_subs:
+        at = 0
+        for k, n in enumerate(c.param_count):
+          qs = c.params[at:at + n]
+          at += n
+          if not with_subs.isdisjoint(qs):
+            eqn_subs[k] = [s for q in qs for s in param_subs(q)]
     if not ready:
       stack.append((i, True))
-      stack.extend((s, False) for subs in eqn_subs for s in subs if s not in size)
+      stack.extend((s, False) for subs in eqn_subs.values() for s in subs if s not in size)
       continue
-    total, depth, longest = 0, {}, 0
-    for e, subs in zip(j.eqns, eqn_subs):  # (the hot loop of this stage: plain loops)
+    # (the hot loop of this stage: plain loops; variables by id + 1, as in the columns)
+    total, depth, longest = c.n, {}, 0
+    ops, results, o, r = c.operands, c.results, 0, 0
+    for k, (n_ops, n_res, p) in enumerate(zip(c.operand_count, c.result_count, c.primitive)):
       d = 0
-      for a in e.invars:
-        if a.HasField("var"):
-          x = depth.get(a.var, 0)
-          if x > d:
-            d = x
+      for x in ops[o:o + n_ops]:
+        if x:
+          y = depth.get(x, 0)
+          if y > d:
+            d = y
+      o += n_ops
+      subs = eqn_subs.get(k) if eqn_subs else None
       if subs:
-        total += 1 + sum(size[s] for s in subs)
-        d += max(chain[s] for s in subs) if prim_names[e.primitive] in INLINED else 1
+        total += sum(size[s] for s in subs)
+        d += max(chain[s] for s in subs) if prim_names[p] in INLINED else 1
       else:
-        total += 1
         d += 1
-      for b in e.outvars:
-        if b.HasField("var"):
-          depth[b.var.id] = d
+      for x in results[r:r + n_res]:
+        if x:
+          depth[x] = d
+      r += n_res
       if d > longest:
         longest = d
     size[i] = min(total, MAX_INLINED_EQNS + 1)  # no big ints from 2**100

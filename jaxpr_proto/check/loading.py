@@ -4,6 +4,7 @@ runs the stages of `jp.check` (`checker.run`) and stops at the first error."""
 from __future__ import annotations
 
 from jaxpr_proto.check import checker
+from jaxpr_proto.codec.state import paused_gc
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -38,7 +39,8 @@ def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
   """
   if unresolved not in ("error", "placeholder"):
     raise ValueError(f"unresolved must be 'error' or 'placeholder', not {unresolved!r}")
-  return checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck,
-                     source=source, callbacks=callbacks,
-                     trust_pickled_code=trust_pickled_code,
-                     placeholders=unresolved == "placeholder")
+  with paused_gc():
+    return checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck,
+                       source=source, callbacks=callbacks,
+                       trust_pickled_code=trust_pickled_code,
+                       placeholders=unresolved == "placeholder")

@@ -44,47 +44,89 @@ _TAKES_NOT = re.compile(r"primitive (\S+) does not take a param '([^']*)'$")
 
 
 def _errors(dec):
+  # What params alone decide is checked once per group of eqns that the
+  # decoder gave one primitive and params (Decoder._decode_eqns), at the
+  # first eqn; a primitive's rule (RULES), which may read operands, for each.
+  memo: dict = {}
   for i, path in list(dec.state.jaxpr_paths.items()):
     jaxpr = dec.state.decoded["jaxprs"].get(i)
     if not isinstance(jaxpr, compat.Jaxpr):
       continue
     prefix = f"{path}." if path else ""
-    found = False
-    for k, eqn in enumerate(jaxpr.eqns):
+    eqns = jaxpr.eqns
+    calls = dec.state.calls.get(id(jaxpr))
+    groups = [c[4] for c in calls] if calls is not None else [[k] for k in range(len(eqns))]
+    found = []
+    for ks in groups:
+      errs = _params_errors_memo(eqns[ks[0]], memo)
+      if errs:
+        found.append((ks[0], errs))
+      elif eqns[ks[0]].primitive.name in RULES:
+        found.extend((k, errs) for k in ks for errs in [_rule_errors(eqns[k])] if errs)
+    for k, errs in sorted(found, key=lambda x: x[0]):
       where = f"{prefix}eqn[{k}]"
-      for param, message in eqn_errors(eqn):
-        found = True
+      for param, message in errs:
         yield (f"{where}.params.{param}" if param else where), message
     if not found and not getattr(jaxpr, "is_high", True):
-      yield from _high_eqns(jaxpr, prefix)
+      yield from _high_eqns(eqns, groups, prefix)
 
 
-def _high_eqns(jaxpr, prefix):
+def _high_eqns(eqns, groups, prefix):
   """A jaxpr with a high-level (HiJAX) eqn is marked is_high, as JAX's
   tracing marks it: jit lowers such eqns to low-level ones only then (no
   MLIR rule lowers call_hi_primitive itself)."""
-  for k, eqn in enumerate(jaxpr.eqns):
-    try:
-      high = eqn.primitive.is_high(*(x.aval for x in eqn.invars), **eqn.params)
-    except Exception:  # operands its rule cannot take: the types stage says so
-      continue
-    if high:
-      yield f"{prefix}eqn[{k}]", f"{eqn.primitive.name} is a high-level eqn in a jaxpr not marked is_high"
-      return
+  high = []
+  for ks in groups:
+    by_params = type(eqns[ks[0]].primitive).is_high is _PARAMS_ONLY_IS_HIGH  # (JAX's own rule)
+    for k in ks[:1] if by_params else ks:
+      eqn = eqns[k]
+      try:
+        if eqn.primitive.is_high(*(x.aval for x in eqn.invars), **eqn.params):
+          high.append(k)
+          break
+      except Exception:  # operands its rule cannot take: the types stage says so
+        pass
+  if high:
+    k = min(high)
+    yield f"{prefix}eqn[{k}]", f"{eqns[k].primitive.name} is a high-level eqn in a jaxpr not marked is_high"
 
 
-def eqn_errors(eqn):
-  name = eqn.primitive.name
-  if param_schema.schema(name) is None and param_schema.has_schemas() and _jax_own(eqn.primitive):
+_PARAMS_ONLY_IS_HIGH = compat.Primitive.is_high
+
+
+def _params_errors_memo(eqn, memo: dict) -> list:
+  key = (eqn.primitive, tuple(eqn.params), tuple(map(id, eqn.params.values())))
+  errs = memo.get(key)
+  if errs is None:
+    errs = memo[key] = list(_params_errors(eqn.primitive, eqn.params))
+  return errs
+
+
+def _rule_errors(eqn) -> list:
+  """(param or None, message) of each problem its primitive's rule finds."""
+  errs = []
+  try:
+    errs.extend(RULES[eqn.primitive.name](eqn, **eqn.params))
+  except IndexError:  # too few operands: the types stage says so
+    pass
+  except (TypeError, AttributeError, ValueError) as e:  # params of a shape no rule foresaw
+    errs.append((None, f"{eqn.primitive.name}: params do not fit together ({type(e).__name__}: {e})"))
+  return errs
+
+
+def _params_errors(prim, params):
+  """The problems that the params alone show, the eqn's operands aside."""
+  name = prim.name
+  if param_schema.schema(name) is None and param_schema.has_schemas() and _jax_own(prim):
     yield None, (f"JAX {compat.fmt(compat.JAX_VERSION[:2])}'s primitive {name} has no param "
                  "schema in jaxpr_proto (no program it is tested with uses it), so its params "
                  "cannot be checked")
     return
   found = False
-  for param, message in param_schema.errors(name, eqn.params):
+  for param, message in param_schema.errors(name, params):
     found = True
     yield param, message
-  for param, v in eqn.params.items():
+  for param, v in params.items():
     why = (_unhashable(v) or _big_int(v) or (param in _DISTINCT and _repeats(v))
            or (param in _AXES and _far_axis(v)) or (param == "precision" and _not_a_pair(v)))
     if why:
@@ -93,20 +135,12 @@ def eqn_errors(eqn):
   if found:
     return
   if name not in _NAMES_MAY_MISCOUNT:
-    for param, v in eqn.params.items():
+    for param, v in params.items():
       for j in (v if type(v) is tuple else (v,)):
         why = _debug_miscount(j)
         if why:
           yield param, why
           return
-  rule = RULES.get(name)
-  if rule is not None:
-    try:
-      yield from rule(eqn, **eqn.params)
-    except IndexError:  # too few operands: the types stage says so
-      return
-    except (TypeError, AttributeError, ValueError) as e:  # params of a shape no rule foresaw
-      yield None, f"{name}: params do not fit together ({type(e).__name__}: {e})"
 
 
 def _jax_own(prim) -> bool:
@@ -816,6 +850,12 @@ def _ref_indexers(eqn, *, tree, **_):
   rules take the tree as traced); each NDIndexer of the shape of what it
   indexes (the discharge rules slice by its indices, JAX's type rule reads
   only their sizes), each static slice within its dim."""
+  for k, x in enumerate(eqn.invars[_REF_INDEXED[eqn.primitive.name]:]):
+    dtype = getattr(x.aval, "dtype", None) if isinstance(x.aval, compat.ShapedArray) else None
+    if dtype is None or not (np.issubdtype(dtype, np.integer) or dtype == np.bool_):
+      yield "tree", (f"index operand {k} is of type {x.aval.str_short()}, not an array of "
+                     "integers or bools (JAX's indexing refuses it)")
+      return
   operand = object()
   try:
     transforms = tree.unflatten([operand] * tree.num_leaves)
@@ -1104,6 +1144,14 @@ def _pallas_call(eqn, *, jaxpr, grid_mapping, out_avals, input_output_aliases=()
         len(outs) != len(dims) and not any(type(d).__name__ == "BoundedSlice" for d in dims)):
       yield where, f"the index map gives {len(outs)} indices for {len(dims)} block dims"
       return
+    for j, (x, d) in enumerate(zip(im.jaxpr.outvars, dims)):
+      # (Pallas computes a block's start as index * block size in int32)
+      size = getattr(d, "block_size", 1)
+      start = int(x.val) * (size if type(size) is int else 1) if isinstance(x, compat.Literal) else 0
+      if not _INT32[0] <= start <= _INT32[1]:
+        yield f"{where}.index_map_jaxpr", (f"block index {int(x.val)} of dim {j} starts at "
+                                           f"element {start}, beyond int32")
+        return
   for k, (a, s) in enumerate(zip(kin[n_idx + n_in + n_out:], gm.scratch_avals)):
     if not (same_ref(a, s) if isinstance(s, compat.AbstractRef) else same_array(a, s)):
       yield "jaxpr", f"the kernel takes {a.str_short()} for scratch operand {k}, which is {s.str_short()}"

@@ -6,10 +6,12 @@ this stage lists them all, with the paths the decoder would give them.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from jaxpr_proto import compat
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.codec.state import MAX_DEPTH
-from jaxpr_proto.wire import walk
+from jaxpr_proto.wire import columns, walk
 
 class Structure:
   """Checks references, SSA and define-before-use on the message alone."""
@@ -135,13 +137,23 @@ class Structure:
     # sub-jaxprs need them, so collect the eqn-level references first.
     m = self.m
     self._eqn_refs: dict[int, list] = {}
+    self.columns: dict[int, columns.Columns] = {}  # of each jaxpr whose columns are consistent
     for i, j in enumerate(m.jaxprs):
-      refs = []
-      for k, e in enumerate(j.eqns):
-        for q in e.params:
-          if 0 <= q < self.n["params"]:
-            refs.append((("p", q), k, m.params[q].name))
-      self._eqn_refs[i] = refs
+      try:
+        c = self.columns[i] = columns.of(j)
+      except DecodeError:
+        continue  # told by `jaxpr`
+      # (a param's path is that of its first use: later uses reach nothing new)
+      first: dict[int, int] = {}
+      at = 0
+      for k, n in enumerate(c.param_count):
+        if n:
+          for q in c.params[at:at + n]:
+            if q not in first:
+              first[q] = k
+          at += n
+      self._eqn_refs[i] = [(("p", q), k, m.params[q].name) for q, k in first.items()
+                           if 0 <= q < self.n["params"]]
     paths = self.paths
     self.param_paths: dict[int, str] = {}
     limit = MAX_DEPTH  # deeper nodes keep their table paths (a path grows with depth)
@@ -219,8 +231,20 @@ class Structure:
       define(v, f"{prefix}constvars[{k}]")
     for k, v in enumerate(j.invars):
       define(v, f"{prefix}invars[{k}]")
+    eqns = j.eqns
+    if j.HasField("columns"):
+      if j.eqns:
+        err(f"{prefix}columns", f"a jaxpr with {len(j.eqns)} eqns and columns too")
+      c = self.columns.get(i)
+      if c is None:
+        collect(columns.of, j, prefix)  # tells why
+        eqns = ()
+      elif self._fast_columns(node, scope.vars, c, prefix):
+        eqns = ()
+      else:  # checked eqn by eqn, to report each problem at its path
+        eqns = columns.as_eqns(j, prefix)
     fast = self._fast_eqn(node, scope.vars, prefix)
-    for k, e in enumerate(j.eqns):
+    for k, e in enumerate(eqns):
       if fast(k, e):
         continue
       where = f"{prefix}eqn[{k}]"
@@ -250,6 +274,59 @@ class Structure:
     for k, a in enumerate(j.outvars):
       atom(a, f"{prefix}outvars[{k}]")
     effects(j.effects, f"{prefix}effects")
+
+  def _fast_columns(self, node, defined, c: columns.Columns, prefix: str) -> bool:
+    """The checks of `jaxpr` for eqns in columns, column by column: True when
+    they all passed (their variables now defined in `defined`), else False,
+    to check them eqn by eqn, which reports what is wrong (nothing is left
+    done here then)."""
+    n = self.n
+    if c.effects:
+      return False
+    for col, size in ((c.primitive, n["primitives"]), (c.name_stack, n["name_stacks"]),
+                      (c.context, n["contexts"]), (c.traceback, max(n["tracebacks"], 1)),
+                      (c.params, n["params"]), (c.result_avals, n["avals"])):
+      if col and max(col) >= size:
+        return False
+    if any(not 0 <= lit.aval < n["avals"] or not lit.HasField("value") for lit in c.literals):
+      return False
+    params = self.m.params
+    with_many = {tuple(c.params[a:a + k]) for a, k in zip(_starts(c.param_count), c.param_count) if k > 1}
+    if any(len({params[p].name for p in ps}) != len(ps) for ps in with_many):
+      return False
+    # SSA, and each variable defined before its use (ids + 1 in the columns)
+    eqn_of_result = np.repeat(np.arange(c.n, dtype=np.int64), c.result_count)
+    results = np.asarray(c.results, dtype=np.int64)
+    bound = results != 0
+    ids = np.concatenate([np.fromiter(defined, np.int64, len(defined)) + 1, results[bound]])
+    at = np.concatenate([np.full(len(defined), -1, np.int64), eqn_of_result[bound]])
+    order = np.argsort(ids, kind="stable")
+    ids, at = ids[order], at[order]
+    if len(ids) > 1 and (ids[1:] == ids[:-1]).any():
+      return False
+    ops = np.asarray(c.operands, dtype=np.int64)
+    used = ops != 0
+    users = np.repeat(np.arange(c.n, dtype=np.int64), c.operand_count)[used]
+    ops = ops[used]
+    pos = np.minimum(np.searchsorted(ids, ops), max(len(ids) - 1, 0))
+    if len(ops) and (not len(ids) or (ids[pos] != ops).any() or (at[pos] >= users).any()):
+      return False
+    edges = self.edges.setdefault(node, {})
+    for p in set(c.params):
+      edges.setdefault(("p", p), "")
+    for x in set(c.context):
+      edges.setdefault(("x", x), "")
+    for a in set(c.result_avals):
+      edges.setdefault(("a", a), "")
+    if c.literals:
+      eqn_of_op = np.repeat(np.arange(c.n, dtype=np.int64), c.operand_count)
+      starts = np.concatenate([[0], np.cumsum(c.operand_count)[:-1]]).astype(np.int64)
+      for lit, q in zip(c.literals, np.flatnonzero(np.asarray(c.operands) == 0).tolist()):
+        k = int(eqn_of_op[q])
+        edges.setdefault(("a", lit.aval), "")
+        self.values(node, lit.value, f"{prefix}eqn[{k}].invars[{q - int(starts[k])}]")
+    defined.update(dict.fromkeys((results[bound] - 1).tolist()))
+    return True
 
   def _fast_eqn(self, node, defined, prefix):
     """The checks of `jaxpr` for an eqn without effects, building only the
@@ -352,6 +429,14 @@ class Structure:
       if d > limit + 1:
         self.err(self.path_of(("c", i)), f"sub-jaxprs nested {d - 1} deep, deeper than {limit}")
         break
+
+
+def _starts(counts):
+  """The offset of each eqn's first entry, from the eqns' counts."""
+  at = 0
+  for k in counts:
+    yield at
+    at += k
 
 
 def check_namespaces(m, err) -> None:

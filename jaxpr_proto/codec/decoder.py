@@ -24,7 +24,7 @@ from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVers
 from jaxpr_proto.codec.names import REGISTRY
 from jaxpr_proto.codec.state import _IN_PROGRESS, DecodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from jaxpr_proto.wire import walk
+from jaxpr_proto.wire import columns, walk
 from jaxpr_proto.wire.versions import check_version, jax_version_of
 
 
@@ -202,56 +202,91 @@ class Decoder:
 
     constvars = [define(v, f"{prefix}constvars[{k}]") for k, v in enumerate(msg.constvars)]
     invars = [define(v, f"{prefix}invars[{k}]") for k, v in enumerate(msg.invars)]
-    # The eqn loop's fast paths look up what is already decoded (variables,
-    # avals, params) and build an error's path only to take the slow path.
-    decoded, vars_ = self.state.decoded, scope.vars
-    done_avals, done_params = decoded["avals"], decoded["params"]
-    eqns = []
-    for k, e in enumerate(msg.eqns):
-      where = self.state.where = f"{prefix}eqn[{k}]"
-      prim = self.primitive(e.primitive, where)
-      ins = []
-      for j, a in enumerate(e.invars):
-        v = vars_.get(a.var) if a.WhichOneof("kind") == "var" else None
-        ins.append(v if v is not None else atom(a, f"{where}.invars[{j}]"))
-      params = _known_params(done_params, prim.name, e.params)
-      if params is None:
-        params = param_codecs.decode_params(self, prim.name, e.params, where)
-      if self.upgrader:
-        params = self.upgrader.params(prim.name, params, where)
+    # The eqns, from either form of the message. What eqns share (a primitive
+    # with its params, source info and context; an aval) is decoded once; the
+    # loop builds an error's path only to raise it. (One method: it recurses
+    # into sub-jaxprs through the params, so no helper frames.)
+    c = columns.of(msg, prefix)
+    st = self.state
+    vars_, done_avals = scope.vars, st.decoded["avals"]
+    calls: dict = {}  # (primitive, traceback, name stack, context, *params) -> what they decode to
+    Var, JaxprEqn, Expanded = compat.Var, compat.JaxprEqn, standins.Expanded
+    P, OC, OPS, LITS = c.primitive, c.operand_count, c.operands, c.literals
+    RC, RES, RAV = c.result_count, c.results, c.result_avals
+    PC, PARS, TB, NS, CTX, EFFS = c.param_count, c.params, c.traceback, c.name_stack, c.context, c.effects
+    placeholders = self.placeholders
+    eqns, alone = [], []
+    o = r = q = lit = 0
+    st.where_prefix = prefix
+    for k, (p, tb, ns, cx, n_par, n_ops, n_res) in enumerate(zip(P, TB, NS, CTX, PC, OC, RC)):
+      st.eqn_index = k
+      if n_par:
+        key = (p, tb, ns, cx, *PARS[q:q + n_par])
+        q += n_par
       else:
-        standins.refuse_stand_ins(prim.name, params, where, "")
-      effs = effects.decode_effects(self, e.effects, scope, f"{where}.effects") if e.effects else set()
-      si = tracebacks.decode_source_info(self, e.traceback, e.name_stack, where)
-      ctx = self.context(e.context, where)
-      outs = []
-      for j, b in enumerate(e.outvars):
-        if b.WhichOneof("kind") == "var":
-          bv = b.var
-          av = done_avals.get(bv.aval)
-          if av is not None and av is not _IN_PROGRESS and bv.id not in vars_:
-            v = vars_[bv.id] = compat.Var(av)
-            outs.append(v)
-            continue
-        at = f"{where}.outvars[{j}]"
-        if walk.binder_kind(b, at) == "var":
-          outs.append(define(b.var, at))
+        key = (p, tb, ns, cx)
+      call = calls.get(key)
+      if call is None:  # decoded once: the params fixed up and upgraded for the primitive
+        where = st.where
+        prim = self.primitive(p, where)
+        params = param_codecs.decode_params(self, prim.name, key[4:], where)
+        if self.upgrader:
+          params = self.upgrader.params(prim.name, params, where)
         else:
-          outs.append(compat.DropVar(aval(b.drop.aval, at)))
-      if isinstance(prim, standins.Expanded):  # a newer JAX's primitive, computed
-        prim, params = self.upgrader.expand(prim.name, ins, outs, params, where)
-      if self.placeholders:
-        prim = self._placeholder_for(prim, params, where, outs, effs)
-      eqns.append(compat.eqn(ins, outs, prim, params, effs, si, ctx))
+          standins.refuse_stand_ins(prim.name, params, where, "")
+        call = calls[key] = (prim, params, tracebacks.decode_source_info(self, tb, ns, where),
+                             self.context(cx, where), [])
+      prim, params, si, ctx, uses = call
+      ins = [vars_.get(x - 1) for x in OPS[o:o + n_ops]]  # (None for a literal: id -1)
+      if None in ins:
+        for j, x in enumerate(OPS[o:o + n_ops]):
+          if x:
+            ins[j] = scope.use(x - 1, f"{st.where}.invars[{j}]")  # raises if undefined
+          else:
+            lm = LITS[lit]
+            lit += 1
+            at = f"{st.where}.invars[{j}]"
+            av = self.aval(lm.aval, at)
+            ins[j] = compat.Literal(self.literal(lm.value, av, at), av)
+      o += n_ops
+      outs = []
+      for j, (x, a) in enumerate(zip(RES[r:r + n_res], RAV[r:r + n_res])):
+        av = done_avals.get(a)
+        if av is None or av is _IN_PROGRESS:
+          av = self.aval(a, f"{st.where}.outvars[{j}]")
+        if not x:
+          outs.append(compat.DropVar(av))
+        elif x - 1 in vars_:
+          raise DecodeError(f"variable id {x - 1} is defined twice (not SSA)", f"{st.where}.outvars[{j}]")
+        else:
+          v = vars_[x - 1] = Var(av)
+          outs.append(v)
+      r += n_res
+      effs = effects.decode_effects(self, EFFS[k], scope, f"{st.where}.effects") if EFFS and k in EFFS else set()
+      params = dict(params)
+      if type(prim) is Expanded:  # a newer JAX's primitive, computed
+        prim, params = self.upgrader.expand(prim.name, ins, outs, params, st.where)
+      if placeholders:
+        prim = self._placeholder_for(prim, params, st.where, outs, effs)
+      if prim is call[0]:
+        uses.append(k)
+      else:  # an eqn of its own
+        alone.append((prim, params, si, ctx, [k]))
+      eqns.append(JaxprEqn(ins, outs, prim, params, effs, si, ctx))
+    st.eqn_index = -1
     outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
     effs = effects.decode_effects(self, msg.effects, scope, f"{prefix}effects")
     debug = self.debug_info(msg.debug_info) if msg.HasField("debug_info") else None
     if debug is None:
       debug = compat.DebugInfo("jaxpr_proto", None, tuple([None] * len(invars)), None)
     try:
-      return compat.Jaxpr(constvars, invars, outvars, eqns, effs, debug, msg.is_high)
+      j = compat.Jaxpr(constvars, invars, outvars, eqns, effs, debug, msg.is_high)
     except Exception as e:
       raise DecodeError(f"invalid jaxpr: {e}", path) from None
+    # (primitive, params, source info, context, eqn indices) of each group of
+    # eqns that share them, for the param checks (check.param_rules)
+    self.state.calls[id(j)] = [x for x in calls.values() if x[4]] + alone
+    return j
 
   def _placeholder_for(self, prim, params, where, outs, effs):
     """The eqn's own UnresolvedPrimitive where its primitive, or its host
@@ -301,18 +336,6 @@ class Decoder:
 
   # The generic value codec, as a method (no extra frame: values nest sub-jaxprs).
   value = values.decode
-
-
-def _known_params(done, prim_name, indices):
-  """The params dict of an eqn whose params are all decoded already (for
-  this primitive), distinct and need no fixup; else None."""
-  params = {}
-  for i in indices:
-    p = done.get((i, prim_name))
-    if p is None or p[0] in params:
-      return None
-    params[p[0]] = p[1]
-  return None if prim_name in param_codecs.FIXUPS else params
 
 
 @contextlib.contextmanager

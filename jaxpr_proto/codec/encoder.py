@@ -14,10 +14,11 @@ from jaxpr_proto import compat
 from jaxpr_proto._version import __version__
 from jaxpr_proto.codec import avals, effects, param_codecs, sharding, tracebacks, values
 from jaxpr_proto.codec.names import REGISTRY
-from jaxpr_proto.codec.state import EncodeState
+from jaxpr_proto.codec.state import EncodeState, paused_gc
 from jaxpr_proto.compat.change import same_value
 from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire import columns
 from jaxpr_proto.wire.versions import stamp
 
 
@@ -123,8 +124,7 @@ class Encoder:
 
     def atom(x, where):
       if isinstance(x, compat.Literal):
-        return pb.Atom(literal=pb.Literal(value=self.value(x.val, where),
-                                          aval=self.aval(x.aval, where)))
+        return pb.Atom(literal=self.literal(x, where))
       try:
         return pb.Atom(var=ids[x])
       except KeyError:
@@ -132,28 +132,98 @@ class Encoder:
 
     msg.constvars.extend(define(v, f"{path}.constvars[{k}]") for k, v in enumerate(jaxpr.constvars))
     msg.invars.extend(define(v, f"{path}.invars[{k}]") for k, v in enumerate(jaxpr.invars))
-    for k, e in enumerate(jaxpr.eqns):
-      where = f"{path}.eqn[{k}]" if path else f"eqn[{k}]"
-      out = msg.eqns.add()
-      out.primitive = self.primitive(e.primitive, where)
-      out.invars.extend(atom(x, f"{where}.invars[{j}]") for j, x in enumerate(e.invars))
-      out.params.extend(param_codecs.encode_params(self, e, where))
-      out.effects.extend(effects.encode_effect(self, eff, ids, f"{where}.effects") for eff in effects.sorted_effects(e.effects, ids))
-      si = e.source_info
-      out.traceback = tracebacks.encode_traceback(self, si.traceback)
-      out.name_stack = tracebacks.encode_name_stack(self, si.name_stack)
-      out.context = self._intern_context(e.ctx)
-      for j, v in enumerate(e.outvars):
-        if isinstance(v, compat.DropVar):
-          out.outvars.add(drop=pb.DropVar(aval=self.aval(v.aval, f"{where}.outvars[{j}]")))
-        else:
-          out.outvars.add(var=define(v, f"{where}.outvars[{j}]"))
+    cols = self._eqn_columns(jaxpr.eqns, ids, f"{path}." if path else "")
+    if columns.write(msg, cols):
+      self.state.features.add("eqn_columns")
     msg.outvars.extend(atom(x, f"{path}.outvars[{k}]") for k, x in enumerate(jaxpr.outvars))
     msg.effects.extend(effects.encode_effect(self, eff, ids, f"{path}.effects") for eff in effects.sorted_effects(jaxpr.effects, ids))
     if jaxpr.debug_info is not None and self.state.debug_info:
       msg.debug_info.CopyFrom(self.debug_info_msg(jaxpr.debug_info))
     if getattr(jaxpr, "is_high", False):
       msg.is_high = True
+
+  def literal(self, x, where) -> pb.Literal:
+    return pb.Literal(value=self.value(x.val, where), aval=self.aval(x.aval, where))
+
+  def _eqn_columns(self, eqns, ids: dict, prefix: str) -> columns.Columns:
+    """The eqns as columns (lists), numbering the variables they define in
+    `ids`. What repeats from eqn to eqn (a primitive, a params dict, an
+    aval, a traceback, a name stack, a context) is looked up by identity
+    first, and the error paths are built only on the slow paths."""
+    st = self.state
+    c = columns.Columns()
+    prim_col, opc, ops, lits = c.primitive, c.operand_count, c.operands, c.literals = [], [], [], []
+    resc, res, res_avals = c.result_count, c.results, c.result_avals = [], [], []
+    parc, pars, effs = c.param_count, c.params, c.effects = [], [], {}
+    tb_col, ns_col, ctx_col = c.traceback, c.name_stack, c.context = [], [], []
+    memo = st.by_id  # id(object) -> its index (or param indices); the objects are kept
+    keep = st.keep
+    tb_seen = st.interned["tracebacks"]
+    debug = st.debug_info
+    for k, e in enumerate(eqns):
+      p = e.primitive
+      i = memo.get(id(p))
+      if i is None:
+        i = memo[id(p)] = self.primitive(p, f"{prefix}eqn[{k}]")
+      prim_col.append(i)
+      ins = e.invars
+      opc.append(len(ins))
+      for j, x in enumerate(ins):
+        if isinstance(x, compat.Literal):
+          ops.append(0)
+          lits.append(self.literal(x, f"{prefix}eqn[{k}].invars[{j}]"))
+          continue
+        i = ids.get(x)
+        if i is None:
+          raise EncodeError(f"variable {x} is used before it is defined", f"{prefix}eqn[{k}].invars[{j}]")
+        ops.append(i + 1)
+      ps = e.params
+      q = memo.get(id(ps))
+      if q is None:
+        q = memo[id(ps)] = param_codecs.encode_params(self, e, f"{prefix}eqn[{k}]")
+        keep.append(ps)
+      parc.append(len(q))
+      pars.extend(q)
+      if e.effects:
+        effs[k] = [effects.encode_effect(self, eff, ids, f"{prefix}eqn[{k}].effects")
+                   for eff in effects.sorted_effects(e.effects, ids)]
+      si = e.source_info
+      if debug:
+        tb = si.traceback
+        i = tb_seen.get(tb) if tb is not None else 0
+        tb_col.append(i if i is not None else tracebacks.encode_traceback(self, tb))
+        ns = si.name_stack
+        i = memo.get(id(ns))
+        if i is None:
+          i = memo[id(ns)] = tracebacks.encode_name_stack(self, ns)
+          keep.append(ns)
+        ns_col.append(i)
+      else:
+        tb_col.append(0)
+        ns_col.append(0)
+      ctx = e.ctx
+      i = memo.get(id(ctx))
+      if i is None:
+        i = memo[id(ctx)] = self._intern_context(ctx)
+      ctx_col.append(i)
+      outs = e.outvars
+      resc.append(len(outs))
+      for j, v in enumerate(outs):
+        a = v.aval
+        i = memo.get(id(a))
+        if i is None:
+          i = memo[id(a)] = self.aval(a, f"{prefix}eqn[{k}].outvars[{j}]")
+          keep.append(a)
+        res_avals.append(i)
+        if isinstance(v, compat.DropVar):
+          res.append(0)
+        elif v in ids:
+          raise EncodeError(f"variable {v} is defined twice", f"{prefix}eqn[{k}].outvars[{j}]")
+        else:
+          ids[v] = n = len(ids)
+          res.append(n + 1)
+    c.n = len(prim_col)
+    return c
 
   def debug_info_msg(self, d) -> pb.DebugInfo:
     out = pb.DebugInfo(traced_for=d.traced_for, func_src_info=d.func_src_info or "")
@@ -189,5 +259,6 @@ def encode(closed_jaxpr, *, debug_info: bool = True, out_of_line=None,
            pickle_functions: bool = False) -> pb.Module:
   if not isinstance(closed_jaxpr, compat.ClosedJaxpr):
     raise EncodeError(f"expected a ClosedJaxpr, got {type(closed_jaxpr).__qualname__}")
-  return Encoder(debug_info=debug_info, out_of_line=out_of_line,
-                 pickle_functions=pickle_functions).module(closed_jaxpr)
+  with paused_gc():
+    return Encoder(debug_info=debug_info, out_of_line=out_of_line,
+                   pickle_functions=pickle_functions).module(closed_jaxpr)

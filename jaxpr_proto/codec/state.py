@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import gc
 from typing import Callable
 
 from jaxpr_proto.errors import DecodeError
@@ -23,6 +24,7 @@ class EncodeState:
   debug_info: bool = True
   interned: dict[str, dict] = dataclasses.field(default_factory=lambda: collections.defaultdict(dict))
   keep: list = dataclasses.field(default_factory=list)  # interned objects, so their ids stay unique
+  by_id: dict = dataclasses.field(default_factory=dict)  # id(kept object) -> its index (the eqn loop's memo)
   namespaces: set[str] = dataclasses.field(default_factory=set)  # of the primitives used
   features: set[str] = dataclasses.field(default_factory=set)  # Module.required_features
   rule_depth: int = 0  # custom_jvp rules being encoded inside one another
@@ -76,7 +78,11 @@ class DecodeState:
   module: pb.Module
   decoded: dict[str, dict] = dataclasses.field(default_factory=lambda: collections.defaultdict(dict))
   jaxpr_paths: dict[int, str] = dataclasses.field(default_factory=dict)  # of each decoded jaxpr
-  where: str = ""  # the eqn being decoded, for errors found outside the checks
+  calls: dict = dataclasses.field(default_factory=dict)  # id(decoded Jaxpr) -> its eqns by what they share (Decoder._decode_eqns)
+  # The eqn being decoded, for errors found outside the checks: `where` is
+  # the jaxpr's path prefix and eqn_index its index (-1: no eqn yet).
+  where_prefix: str = ""
+  eqn_index: int = -1
   depth: int = 0  # jaxprs being decoded inside one another
   symbolic_scope: object = None
   source: object = None  # a wire.external.Source of external arrays' bytes, or None
@@ -126,9 +132,28 @@ class DecodeState:
     if self.depth >= MAX_DEPTH:
       raise DecodeError(f"sub-jaxprs nested deeper than {MAX_DEPTH}", path)
     self.depth += 1
-    outer = self.where
+    outer = self.where_prefix, self.eqn_index
     try:
       yield
     finally:
       self.depth -= 1
-    self.where = outer
+    self.where_prefix, self.eqn_index = outer
+
+  @property
+  def where(self) -> str:
+    return f"{self.where_prefix}eqn[{self.eqn_index}]" if self.eqn_index >= 0 else self.where_prefix.rstrip(".")
+
+
+@contextlib.contextmanager
+def paused_gc():
+  """Pauses Python's cycle collector while a program is encoded or decoded:
+  the collector runs again each time some thousands of objects are made,
+  and over the millions of a big program's eqns, variables and messages
+  that costs a fifth of the time, where they form no cycles it could free."""
+  was = gc.isenabled()
+  gc.disable()
+  try:
+    yield
+  finally:
+    if was:
+      gc.enable()

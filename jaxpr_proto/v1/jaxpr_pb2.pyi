@@ -209,7 +209,7 @@ class SymbolicScope(_message.Message):
     def __init__(self, constraints: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Jaxpr(_message.Message):
-    __slots__ = ("constvars", "invars", "outvars", "eqns", "effects", "debug_info", "is_high")
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "effects", "debug_info", "is_high", "columns")
     CONSTVARS_FIELD_NUMBER: _ClassVar[int]
     INVARS_FIELD_NUMBER: _ClassVar[int]
     OUTVARS_FIELD_NUMBER: _ClassVar[int]
@@ -217,6 +217,7 @@ class Jaxpr(_message.Message):
     EFFECTS_FIELD_NUMBER: _ClassVar[int]
     DEBUG_INFO_FIELD_NUMBER: _ClassVar[int]
     IS_HIGH_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
     constvars: _containers.RepeatedCompositeFieldContainer[Var]
     invars: _containers.RepeatedCompositeFieldContainer[Var]
     outvars: _containers.RepeatedCompositeFieldContainer[Atom]
@@ -224,7 +225,46 @@ class Jaxpr(_message.Message):
     effects: _containers.RepeatedCompositeFieldContainer[Effect]
     debug_info: DebugInfo
     is_high: bool
-    def __init__(self, constvars: _Optional[_Iterable[_Union[Var, _Mapping]]] = ..., invars: _Optional[_Iterable[_Union[Var, _Mapping]]] = ..., outvars: _Optional[_Iterable[_Union[Atom, _Mapping]]] = ..., eqns: _Optional[_Iterable[_Union[Eqn, _Mapping]]] = ..., effects: _Optional[_Iterable[_Union[Effect, _Mapping]]] = ..., debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., is_high: _Optional[bool] = ...) -> None: ...
+    columns: EqnColumns
+    def __init__(self, constvars: _Optional[_Iterable[_Union[Var, _Mapping]]] = ..., invars: _Optional[_Iterable[_Union[Var, _Mapping]]] = ..., outvars: _Optional[_Iterable[_Union[Atom, _Mapping]]] = ..., eqns: _Optional[_Iterable[_Union[Eqn, _Mapping]]] = ..., effects: _Optional[_Iterable[_Union[Effect, _Mapping]]] = ..., debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., is_high: _Optional[bool] = ..., columns: _Optional[_Union[EqnColumns, _Mapping]] = ...) -> None: ...
+
+class EqnColumns(_message.Message):
+    __slots__ = ("primitive", "operand_count", "operands", "literals", "result_count", "results", "result_avals", "param_count", "params", "traceback", "name_stack", "context", "effects")
+    PRIMITIVE_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_COUNT_FIELD_NUMBER: _ClassVar[int]
+    OPERANDS_FIELD_NUMBER: _ClassVar[int]
+    LITERALS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_AVALS_FIELD_NUMBER: _ClassVar[int]
+    PARAM_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    TRACEBACK_FIELD_NUMBER: _ClassVar[int]
+    NAME_STACK_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    EFFECTS_FIELD_NUMBER: _ClassVar[int]
+    primitive: _containers.RepeatedScalarFieldContainer[int]
+    operand_count: _containers.RepeatedScalarFieldContainer[int]
+    operands: _containers.RepeatedScalarFieldContainer[int]
+    literals: _containers.RepeatedCompositeFieldContainer[Literal]
+    result_count: _containers.RepeatedScalarFieldContainer[int]
+    results: _containers.RepeatedScalarFieldContainer[int]
+    result_avals: _containers.RepeatedScalarFieldContainer[int]
+    param_count: _containers.RepeatedScalarFieldContainer[int]
+    params: _containers.RepeatedScalarFieldContainer[int]
+    traceback: _containers.RepeatedScalarFieldContainer[int]
+    name_stack: _containers.RepeatedScalarFieldContainer[int]
+    context: _containers.RepeatedScalarFieldContainer[int]
+    effects: _containers.RepeatedCompositeFieldContainer[EqnEffects]
+    def __init__(self, primitive: _Optional[_Iterable[int]] = ..., operand_count: _Optional[_Iterable[int]] = ..., operands: _Optional[_Iterable[int]] = ..., literals: _Optional[_Iterable[_Union[Literal, _Mapping]]] = ..., result_count: _Optional[_Iterable[int]] = ..., results: _Optional[_Iterable[int]] = ..., result_avals: _Optional[_Iterable[int]] = ..., param_count: _Optional[_Iterable[int]] = ..., params: _Optional[_Iterable[int]] = ..., traceback: _Optional[_Iterable[int]] = ..., name_stack: _Optional[_Iterable[int]] = ..., context: _Optional[_Iterable[int]] = ..., effects: _Optional[_Iterable[_Union[EqnEffects, _Mapping]]] = ...) -> None: ...
+
+class EqnEffects(_message.Message):
+    __slots__ = ("eqn", "effects")
+    EQN_FIELD_NUMBER: _ClassVar[int]
+    EFFECTS_FIELD_NUMBER: _ClassVar[int]
+    eqn: int
+    effects: _containers.RepeatedCompositeFieldContainer[Effect]
+    def __init__(self, eqn: _Optional[int] = ..., effects: _Optional[_Iterable[_Union[Effect, _Mapping]]] = ...) -> None: ...
 
 class ClosedJaxpr(_message.Message):
     __slots__ = ("jaxpr", "consts")

@@ -20,8 +20,9 @@ from __future__ import annotations
 import collections
 from typing import Callable
 
+from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from jaxpr_proto.wire import dtypes, walk
+from jaxpr_proto.wire import columns, dtypes, walk
 
 # The sections of `bytes`, each a group of Module fields; together they cover
 # the whole file, so the section sizes add up to the file size.
@@ -80,11 +81,14 @@ def section_bytes(m: pb.Module, progress: Callable[[int], None] | None = None) -
   """Bytes by section (see SECTIONS); the values add up to m.ByteSize()."""
   out = dict.fromkeys(SECTIONS, 0)
   eqns_number = pb.Jaxpr.DESCRIPTOR.fields_by_name["eqns"].number
+  columns_number = pb.Jaxpr.DESCRIPTOR.fields_by_name["columns"].number
   for field in m.DESCRIPTOR.fields:
     if field.name == "jaxprs":
       for k, j in enumerate(m.jaxprs):
         size = j.ByteSize()
         e = sum(_field_size(eqns_number, x.ByteSize()) for x in j.eqns)
+        if j.HasField("columns"):
+          e += _field_size(columns_number, j.columns.ByteSize())
         out["eqns"] += e
         out["jaxprs"] += _field_size(field.number, size) - e
         if progress is not None:
@@ -118,6 +122,14 @@ def eqn_refs(eqn: pb.Eqn, m: pb.Module, _cache: dict | None = None) -> set[int]:
   return out
 
 
+def _eqns(j: pb.Jaxpr):
+  """The eqns of `j` as messages (none where its columns are inconsistent)."""
+  try:
+    return columns.as_eqns(j)
+  except DecodeError:
+    return []
+
+
 def rule_jaxprs(m: pb.Module) -> set[int]:
   """The indices into m.jaxprs of custom-rule jaxprs (jvp; fwd and bwd; lin's bwd)."""
   return {m.closed_jaxprs[c].jaxpr for _, _, _, c in walk.rule_jaxprs(m) if c < len(m.closed_jaxprs)}
@@ -133,7 +145,7 @@ def expanded_eqns(m: pb.Module, start: int, refs: list[list[set[int]]] | None = 
   """Eqns of jaxpr `start`, counting every sub-jaxpr reference again."""
   if refs is None:
     cache: dict = {}
-    refs = [[eqn_refs(e, m, cache) for e in j.eqns] for j in m.jaxprs]
+    refs = [[eqn_refs(e, m, cache) for e in _eqns(j)] for j in m.jaxprs]
   def count(i: int) -> int:  # iterative post-order: files may nest deeply
     memo: dict[int, int] = {}
     visiting: set[int] = set()
@@ -144,7 +156,7 @@ def expanded_eqns(m: pb.Module, start: int, refs: list[list[set[int]]] | None = 
         continue
       subs = [s for per_eqn in refs[j] for s in per_eqn]
       if ready:  # a reference back to an ancestor (a malformed file) counts 0
-        memo[j] = len(m.jaxprs[j].eqns) + sum(memo.get(s, 0) for s in subs)
+        memo[j] = columns.eqn_count(m.jaxprs[j]) + sum(memo.get(s, 0) for s in subs)
         visiting.discard(j)
       elif j not in visiting:
         visiting.add(j)
@@ -190,7 +202,7 @@ def external_data(m: pb.Module) -> dict[str, dict]:
   out: dict[str, dict] = {}
   seen = set()
   values = [v for c in m.closed_jaxprs for v in c.consts] + [p.value for p in m.params]
-  values += [a.literal.value for j in m.jaxprs for e in j.eqns for a in e.invars
+  values += [a.literal.value for j in m.jaxprs for e in _eqns(j) for a in e.invars
              if a.WhichOneof("kind") == "literal"]
   for a in (a for v in values for a in walk.value_arrays(v)):
     if not a.HasField("external"):
@@ -211,9 +223,10 @@ def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) 
   refs: list[list[set[int]]] = []
   cache: dict = {}
   for j in m.jaxprs:
+    eqns = _eqns(j)
     by_prim.update(names[e.primitive] if e.primitive < len(names) else f"<primitive {e.primitive}?>"
-                   for e in j.eqns)
-    refs.append([eqn_refs(e, m, cache) for e in j.eqns])
+                   for e in eqns)
+    refs.append([eqn_refs(e, m, cache) for e in eqns])
 
   # Sharing: how many distinct eqns refer to each jaxpr.
   referrers: collections.Counter = collections.Counter()
@@ -236,14 +249,14 @@ def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) 
     j, ids = m.jaxprs[i], {}
     for v in (*j.constvars, *j.invars):
       ids[v.id] = v.aval
-    for e in j.eqns:
+    for e in _eqns(j):
       for b in e.outvars:
         if b.WhichOneof("kind") == "var":
           ids[b.var.id] = b.var.aval
     return [aval_str(m, ids.get(a.var, -1)) if a.WhichOneof("kind") == "var"
             else aval_str(m, a.literal.aval) for a in j.outvars]
 
-  stored = sum(len(j.eqns) for j in m.jaxprs)
+  stored = sum(columns.eqn_count(j) for j in m.jaxprs)
   return {
       "format_version": f"{m.format_version.major}.{m.format_version.minor}",
       "producer": {
@@ -256,7 +269,7 @@ def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) 
       "in_avals": in_avals(root),
       "out_avals": out_avals(root),
       "eqns": {
-          "root": len(m.jaxprs[root].eqns) if root is not None and root < len(m.jaxprs) else 0,
+          "root": columns.eqn_count(m.jaxprs[root]) if root is not None and root < len(m.jaxprs) else 0,
           "stored": stored,
           "expanded": expanded_eqns(m, root, refs) if root is not None else 0,
       },
@@ -275,8 +288,8 @@ def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) 
           "rule_jaxprs": len(rules),
           "shared": len(shared),
           "referring_eqns": sum(referrers[i] for i in shared),
-          "eqns_saved": sum((referrers[i] - 1) * len(m.jaxprs[i].eqns) for i in shared),
-          "top": [{"jaxpr": i, "eqns": len(m.jaxprs[i].eqns), "referring_eqns": referrers[i]}
+          "eqns_saved": sum((referrers[i] - 1) * columns.eqn_count(m.jaxprs[i]) for i in shared),
+          "top": [{"jaxpr": i, "eqns": columns.eqn_count(m.jaxprs[i]), "referring_eqns": referrers[i]}
                   for i in shared[:10]],
       },
       "function": m.function.name if m.HasField("function") else None,

@@ -58,6 +58,9 @@ FEATURES: dict[str, int] = {
     "static_leaves": 3,
     # 1.3: Pallas kernels (pallas_call's GridMapping, BlockMapping and refs, as extensions).
     "pallas": 3,
+    # 1.3: Jaxpr.columns, the eqns of a jaxpr of many eqns in columns (an
+    # older reader would read such a jaxpr as one without eqns).
+    "eqn_columns": 3,
 }
 SUPPORTED_FEATURES: frozenset[str] = frozenset(FEATURES)
 

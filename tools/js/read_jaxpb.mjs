@@ -59,9 +59,9 @@ const Module = root.lookupType("jaxpr_proto.v1.Module");
 let m;
 try {
   const bytes = readFileSync(files[0]);
-  m = Module.toObject(Module.decode(bytes), {
+  m = fmt.eqnsFromColumns(Module.toObject(Module.decode(bytes), {
     longs: String, enums: String, arrays: true, oneofs: true, defaults: false,
-  });
+  }));
 } catch (e) {
   process.stderr.write(`read_jaxpb: error: ${files[0]}: ${e.message}\n`);
   process.exit(1);

@@ -3,6 +3,8 @@
 import protobuf from "protobufjs/light.js";
 import schema from "jaxpr-schema";
 
+import { eqnsFromColumns } from "./format.js";
+
 const Module = protobuf.Root.fromJSON(schema).lookupType("jaxpr_proto.v1.Module");
 
 // As tools/js/read_jaxpb.mjs reads it: enums by name, oneofs with their case
@@ -14,7 +16,7 @@ export function decodeModule(bytes) {
   if (!m.format_version) throw new Error("not a jaxpr-proto file (no format_version)");
   const major = m.format_version.major ?? 0;
   if (major !== 1) throw new Error(`format ${major}.x; this viewer reads 1.x`);
-  return m;
+  return eqnsFromColumns(m);
 }
 
 export function base64ToBytes(text) {

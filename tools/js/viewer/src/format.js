@@ -149,3 +149,32 @@ export function framesOf(m, tb) {
 }
 
 export const frameStr = (f) => `${f.file}:${f.line} (${f.fn})`;
+
+// A jaxpr written in columns (Jaxpr.columns, for jaxprs of many eqns) gets
+// its eqns as the objects of Jaxpr.eqns would be, in place; the columns go.
+export function eqnsFromColumns(m) {
+  for (const j of m.jaxprs ?? []) {
+    const c = j.columns;
+    if (!c) continue;
+    const eqns = [];
+    const effects = new Map((c.effects ?? []).map((e) => [e.eqn ?? 0, e.effects ?? []]));
+    let o = 0, r = 0, q = 0, lit = 0;
+    (c.primitive ?? []).forEach((primitive, k) => {
+      const invars = (c.operands ?? []).slice(o, o += c.operand_count[k] ?? 0).map((x) =>
+        x ? { kind: "var", var: x - 1 } : { kind: "literal", literal: c.literals[lit++] });
+      const n = c.result_count[k] ?? 0;
+      const outvars = (c.results ?? []).slice(r, r + n).map((x, i) => x
+        ? { kind: "var", var: { id: x - 1, aval: c.result_avals[r + i] } }
+        : { kind: "drop", drop: { aval: c.result_avals[r + i] } });
+      r += n;
+      eqns.push({
+        primitive, invars, outvars, params: (c.params ?? []).slice(q, q += c.param_count[k] ?? 0),
+        effects: effects.get(k) ?? [], traceback: c.traceback[k], name_stack: c.name_stack[k],
+        context: c.context[k],
+      });
+    });
+    j.eqns = eqns;
+    delete j.columns;
+  }
+  return m;
+}
