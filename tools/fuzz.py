@@ -1,8 +1,8 @@
 """A fuzzer for loading untrusted .jaxpb files: what loads must run.
 
 Each case mutates one seed, a .jaxpb file of every corpus program
-(tests/corpus.py, traced here) and of the golden files (tests/golden/), at
-the protobuf field level (a random field anywhere in the Module set to an
+(tests/corpus.py, traced here, also with every jaxpr in columns) and of the
+golden files (tests/golden/), at the protobuf field level (a random field anywhere in the Module set to an
 interesting value: indices just in and out of range, huge and negative
 numbers, unknown enum numbers, other strings, repeated fields dropped,
 duplicated or reordered, sub-messages cleared) or, less often, at the byte
@@ -112,10 +112,23 @@ def corpus_seeds(names=None) -> list[tuple[str, bytes]]:
     if names is not None and p.name not in names:
       continue
     try:
-      out.append((f"corpus/{p.name}", jp.dumps(corpus.trace(p))))
+      cj = corpus.trace(p)
+      out.append((f"corpus/{p.name}", jp.dumps(cj)))
+      out.append((f"columns/{p.name}", _in_columns(cj)))
     except Exception:  # a program this JAX cannot trace or jaxpr_proto cannot save
       pass
   return out
+
+
+def _in_columns(cj) -> bytes:
+  """`cj` dumped with the eqns of every jaxpr in columns, as those of a
+  jaxpr of many eqns are written."""
+  from jaxpr_proto.wire import columns
+  was, columns.COLUMNS_FROM = columns.COLUMNS_FROM, 0
+  try:
+    return jp.dumps(cj)
+  finally:
+    columns.COLUMNS_FROM = was
 
 
 def seeds(corpus: bool = True) -> list[tuple[str, bytes]]:

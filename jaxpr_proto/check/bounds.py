@@ -102,16 +102,17 @@ def check_bounds(st, err) -> None:
       stack.append((i, True))
       stack.extend((s, False) for subs in eqn_subs.values() for s in subs if s not in size)
       continue
-    # (the hot loop of this stage: plain loops; variables by id + 1, as in the columns)
-    total, depth, longest = c.n, {}, 0
-    ops, results, o, r = c.operands, c.results, 0, 0
+    # (the hot loop of this stage: plain loops; variables by id + 1, as in the
+    # columns, their depths in a list where the ids are dense enough)
+    ops, results = c.operands, c.results
+    top = max(max(ops, default=0), max(results, default=0))
+    depth = [0] * (top + 1) if top <= 4 * (len(ops) + len(results)) + 64 else _Depths()
+    total, longest, o, r = c.n, 0, 0, 0
     for k, (n_ops, n_res, p) in enumerate(zip(c.operand_count, c.result_count, c.primitive)):
-      d = 0
-      for x in ops[o:o + n_ops]:
-        if x:
-          y = depth.get(x, 0)
-          if y > d:
-            d = y
+      if n_ops == 1:
+        d = depth[ops[o]]
+      else:
+        d = max([depth[x] for x in ops[o:o + n_ops]], default=0)
       o += n_ops
       subs = eqn_subs.get(k) if eqn_subs else None
       if subs:
@@ -119,9 +120,14 @@ def check_bounds(st, err) -> None:
         d += max(chain[s] for s in subs) if prim_names[p] in INLINED else 1
       else:
         d += 1
-      for x in results[r:r + n_res]:
+      if n_res == 1:
+        x = results[r]
         if x:
           depth[x] = d
+      else:
+        for x in results[r:r + n_res]:
+          if x:
+            depth[x] = d
       r += n_res
       if d > longest:
         longest = d
@@ -136,3 +142,10 @@ def check_bounds(st, err) -> None:
       err(where, f"more than {MAX_INLINED_EQNS} eqns once each use of a sub-jaxpr is "
                  "counted (sub-jaxprs shared and nested)")
       return
+
+
+class _Depths(dict):
+  """The depths of sparse variable ids: 0 for an id not seen."""
+
+  def __missing__(self, key):
+    return 0

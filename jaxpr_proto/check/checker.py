@@ -186,6 +186,7 @@ def run(m, err, report, *, typecheck: bool = True, source=None, callbacks=None,
   err.stage = "params"
   report.stages.append("params")
   dec = _CheckingDecoder(m, err, source, callbacks, trust_pickled_code, placeholders)
+  dec.columns = st.columns
   params_before = err.count
   root = dec.decode_all()
   if root is not None and err.count == params_before and not dec.version_errors:

@@ -144,15 +144,10 @@ class Structure:
       except DecodeError:
         continue  # told by `jaxpr`
       # (a param's path is that of its first use: later uses reach nothing new)
-      first: dict[int, int] = {}
-      at = 0
-      for k, n in enumerate(c.param_count):
-        if n:
-          for q in c.params[at:at + n]:
-            if q not in first:
-              first[q] = k
-          at += n
-      self._eqn_refs[i] = [(("p", q), k, m.params[q].name) for q, k in first.items()
+      qs, at = np.unique(np.asarray(c.params, dtype=np.int64), return_index=True)
+      first = sorted(zip(at.tolist(), qs.tolist()))  # (position in params, param), in order
+      eqn_of = np.repeat(np.arange(c.n), c.param_count)
+      self._eqn_refs[i] = [(("p", q), int(eqn_of[pos]), m.params[q].name) for pos, q in first
                            if 0 <= q < self.n["params"]]
     paths = self.paths
     self.param_paths: dict[int, str] = {}
@@ -290,10 +285,12 @@ class Structure:
         return False
     if any(not 0 <= lit.aval < n["avals"] or not lit.HasField("value") for lit in c.literals):
       return False
-    params = self.m.params
-    with_many = {tuple(c.params[a:a + k]) for a, k in zip(_starts(c.param_count), c.param_count) if k > 1}
-    if any(len({params[p].name for p in ps}) != len(ps) for ps in with_many):
-      return False
+    if c.params and max(c.param_count) > 1:  # no eqn has two params of one name
+      names = self._param_names()
+      eqn_of = np.repeat(np.arange(c.n, dtype=np.int64), c.param_count)
+      pairs = eqn_of * (int(names.max()) + 1) + names[np.asarray(c.params, dtype=np.int64)]
+      if len(np.unique(pairs)) != len(pairs):
+        return False
     # SSA, and each variable defined before its use (ids + 1 in the columns)
     eqn_of_result = np.repeat(np.arange(c.n, dtype=np.int64), c.result_count)
     results = np.asarray(c.results, dtype=np.int64)
@@ -327,6 +324,14 @@ class Structure:
         self.values(node, lit.value, f"{prefix}eqn[{k}].invars[{q - int(starts[k])}]")
     defined.update(dict.fromkeys((results[bound] - 1).tolist()))
     return True
+
+  def _param_names(self):
+    """Per entry of Module.params, a number for its name."""
+    if getattr(self, "_names", None) is None:
+      ids: dict[str, int] = {}
+      self._names = np.array([ids.setdefault(p.name, len(ids)) for p in self.m.params] or [0],
+                             dtype=np.int64)
+    return self._names
 
   def _fast_eqn(self, node, defined, prefix):
     """The checks of `jaxpr` for an eqn without effects, building only the
@@ -429,14 +434,6 @@ class Structure:
       if d > limit + 1:
         self.err(self.path_of(("c", i)), f"sub-jaxprs nested {d - 1} deep, deeper than {limit}")
         break
-
-
-def _starts(counts):
-  """The offset of each eqn's first entry, from the eqns' counts."""
-  at = 0
-  for k in counts:
-    yield at
-    at += k
 
 
 def check_namespaces(m, err) -> None:

@@ -2,6 +2,7 @@
 bytes; sub-byte types packed; PRNG keys as their key data)."""
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -14,7 +15,6 @@ from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import external
 
-_K = pb.ArrayKind
 # A float0 array carries no bytes, so its size is not bounded by the file's.
 _MAX_FLOAT0_ELEMENTS = 1 << 24
 _MAX_ELEMENTS = 1 << 40
@@ -169,31 +169,44 @@ def decode_array(msg: pb.Array, path: str, source=None):
   if typed is not None:
     value, dtype = x
     cls, py, category = typed
-    if not jax.numpy.issubdtype(dtype, category):
+    limits = _typed_limits(dtype, category)
+    if limits is None:
       raise DecodeError(f"a {cls.__name__} cannot have dtype {dtype}", path)
-    # ml_dtypes' iinfo: numpy's refuses int4 and int2.
-    if category is np.integer and not ml_dtypes.iinfo(dtype).min <= value <= ml_dtypes.iinfo(dtype).max:
+    if limits and not limits[0] <= value <= limits[1]:
       raise DecodeError(f"{value} does not fit in {dtype}", path)
     return cls(py(value), dtype)
   if msg.dtype == pb.DTYPE_KEY:
-    if kind != _K.ARRAY_KIND_JAX:
+    if kind != pb.ARRAY_KIND_JAX:
       raise DecodeError("key arrays must be jax arrays", path)
     return compat.wrap_key_data(x, msg.key_impl)
-  if kind == _K.ARRAY_KIND_NUMPY_UNSPECIFIED:
+  if kind == pb.ARRAY_KIND_NUMPY_UNSPECIFIED:
     return x if in_place else x.copy()
-  if kind == _K.ARRAY_KIND_JAX:
+  if kind == pb.ARRAY_KIND_JAX:
     # device_put uses aligned host memory in place on CPU; asarray copies.
     return jax.device_put(x) if in_place else jax.numpy.asarray(x)
-  if kind == _K.ARRAY_KIND_NUMPY_SCALAR:
+  if kind == pb.ARRAY_KIND_NUMPY_SCALAR:
     if x.shape != ():
       raise DecodeError("a numpy scalar must have shape ()", path)
     return x[()]
-  if kind == _K.ARRAY_KIND_TYPED_NDARRAY:
+  if kind == pb.ARRAY_KIND_TYPED_NDARRAY:
     return compat.typed_ndarray(x if in_place else x.copy())
   raise DecodeError(f"unknown array kind {kind}", path)
 
 
+@functools.lru_cache(maxsize=None)
+def _typed_limits(dtype, category):
+  """None where a typed scalar of `category` cannot have `dtype`; else the
+  (min, max) of an integer dtype (ml_dtypes' iinfo: numpy's refuses int4
+  and int2), or () for the others."""
+  if not jax.numpy.issubdtype(dtype, category):
+    return None
+  if category is np.integer:
+    info = ml_dtypes.iinfo(dtype)
+    return int(info.min), int(info.max)
+  return ()
+
+
 # kind: (class, Python type, the dtypes it may have)
-_TYPED_SCALARS = {_K.ARRAY_KIND_TYPED_INT: (compat.TypedInt, int, np.integer),
-                  _K.ARRAY_KIND_TYPED_FLOAT: (compat.TypedFloat, float, np.floating),
-                  _K.ARRAY_KIND_TYPED_COMPLEX: (compat.TypedComplex, complex, np.complexfloating)}
+_TYPED_SCALARS = {pb.ARRAY_KIND_TYPED_INT: (compat.TypedInt, int, np.integer),
+                  pb.ARRAY_KIND_TYPED_FLOAT: (compat.TypedFloat, float, np.floating),
+                  pb.ARRAY_KIND_TYPED_COMPLEX: (compat.TypedComplex, complex, np.complexfloating)}

@@ -30,6 +30,9 @@ from jaxpr_proto.wire.versions import check_version, jax_version_of
 
 # The compute types compute_on accepts (jax/_src/compute_on.py's _check_valid);
 # lowering fails on any other.
+# The effects of an eqn that has none (JAX's own eqns share one such, as here).
+NO_EFFECTS = frozenset()
+
 _COMPUTE_TYPE = re.compile(r"device_host|device|tpu_sparsecore|gpu_stream:[0-9]{1,9}")
 
 
@@ -50,6 +53,8 @@ class Decoder:
     # UnresolvedPrimitive eqn, listed in `unresolved` as (path, why), instead of an error.
     self.placeholders = placeholders
     self.unresolved: list[tuple[str, str]] = []
+    # The eqns of jaxprs (by index) already read as columns, by the checker's structure stage.
+    self.columns: dict[int, columns.Columns] = {}
 
   @staticmethod
   def with_dims(cj, dim_env: dict):
@@ -88,7 +93,7 @@ class Decoder:
       try:
         msg = st.entry("jaxprs", i, "jaxpr", path)
         with st.nested(path):
-          j = self._decode_jaxpr(msg, path)
+          j = self._decode_jaxpr(msg, path, i)
       except BaseException:
         st.abort("jaxprs", i)
         raise
@@ -186,7 +191,7 @@ class Decoder:
     return f" (the file was written by JAX {v})" if v else ""
 
   # --- jaxprs -------------------------------------------------------------
-  def _decode_jaxpr(self, msg: pb.Jaxpr, path: str):
+  def _decode_jaxpr(self, msg: pb.Jaxpr, path: str, msg_index: int | None = None):
     scope = walk.Scope()
     aval = self.aval
     prefix = f"{path}." if path else ""
@@ -206,10 +211,13 @@ class Decoder:
     # with its params, source info and context; an aval) is decoded once; the
     # loop builds an error's path only to raise it. (One method: it recurses
     # into sub-jaxprs through the params, so no helper frames.)
-    c = columns.of(msg, prefix)
+    c = self.columns.pop(msg_index, None) if msg_index is not None else None
+    if c is None:
+      c = columns.of(msg, prefix)
     st = self.state
     vars_, done_avals = scope.vars, st.decoded["avals"]
     calls: dict = {}  # (primitive, traceback, name stack, context, *params) -> what they decode to
+    literals: dict = {}  # (aval, value's bytes) -> (value, aval)
     Var, JaxprEqn, Expanded = compat.Var, compat.JaxprEqn, standins.Expanded
     P, OC, OPS, LITS = c.primitive, c.operand_count, c.operands, c.literals
     RC, RES, RAV = c.result_count, c.results, c.result_avals
@@ -236,8 +244,11 @@ class Decoder:
           standins.refuse_stand_ins(prim.name, params, where, "")
         call = calls[key] = (prim, params, tracebacks.decode_source_info(self, tb, ns, where),
                              self.context(cx, where), [])
-      prim, params, si, ctx, uses = call
-      ins = [vars_.get(x - 1) for x in OPS[o:o + n_ops]]  # (None for a literal: id -1)
+      prim, params, si, ctx, uses = call  # (one params dict for the group, as JAX shares them)
+      if n_ops == 1:
+        ins = [vars_.get(OPS[o] - 1)]  # (None for a literal: id -1)
+      else:
+        ins = [vars_.get(x - 1) for x in OPS[o:o + n_ops]]
       if None in ins:
         for j, x in enumerate(OPS[o:o + n_ops]):
           if x:
@@ -245,11 +256,23 @@ class Decoder:
           else:
             lm = LITS[lit]
             lit += 1
-            at = f"{st.where}.invars[{j}]"
-            av = self.aval(lm.aval, at)
-            ins[j] = compat.Literal(self.literal(lm.value, av, at), av)
+            key = (lm.aval, lm.value.SerializeToString())
+            value = literals.get(key)
+            if value is None:  # (literals repeat: `x * 2.0` in every layer)
+              at = f"{st.where}.invars[{j}]"
+              av = self.aval(lm.aval, at)
+              value = literals[key] = (self.literal(lm.value, av, at), av)
+            ins[j] = compat.Literal(*value)
       o += n_ops
-      outs = []
+      x = RES[r] if n_res == 1 else 0
+      av = done_avals.get(RAV[r]) if x else None
+      if av is not None and av is not _IN_PROGRESS and x - 1 not in vars_:  # one new variable
+        v = vars_[x - 1] = Var(av)
+        outs = [v]
+        r += 1
+        n_res = 0  # (done)
+      else:
+        outs = []
       for j, (x, a) in enumerate(zip(RES[r:r + n_res], RAV[r:r + n_res])):
         av = done_avals.get(a)
         if av is None or av is _IN_PROGRESS:
@@ -262,8 +285,7 @@ class Decoder:
           v = vars_[x - 1] = Var(av)
           outs.append(v)
       r += n_res
-      effs = effects.decode_effects(self, EFFS[k], scope, f"{st.where}.effects") if EFFS and k in EFFS else set()
-      params = dict(params)
+      effs = effects.decode_effects(self, EFFS[k], scope, f"{st.where}.effects") if EFFS and k in EFFS else NO_EFFECTS
       if type(prim) is Expanded:  # a newer JAX's primitive, computed
         prim, params = self.upgrader.expand(prim.name, ins, outs, params, st.where)
       if placeholders:

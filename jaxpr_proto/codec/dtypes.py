@@ -9,7 +9,6 @@ from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import dtypes as wire_dtypes
 
-_D = pb.Dtype
 # The dtypes numpy / ml_dtypes name, by the schema's names (float0 is JAX's).
 _NAMED = {name: num for num, name in wire_dtypes.NAMES.items() if name != "float0"}
 
@@ -29,18 +28,18 @@ for _name, _num in _NAMED.items():
   if _dt is not None:
     _TO_ENUM[_dt] = _num
     _FROM_ENUM[_num] = _dt
-_TO_ENUM[np.dtype(compat.float0)] = _D.DTYPE_FLOAT0
-_FROM_ENUM[_D.DTYPE_FLOAT0] = np.dtype(compat.float0)
+_TO_ENUM[np.dtype(compat.float0)] = pb.DTYPE_FLOAT0
+_FROM_ENUM[pb.DTYPE_FLOAT0] = np.dtype(compat.float0)
 
 # Bits per element of the sub-byte types, which are packed in Array.data.
-SUB_BYTE_BITS = {_D.DTYPE_INT2: 2, _D.DTYPE_UINT2: 2, _D.DTYPE_INT4: 4,
-                 _D.DTYPE_UINT4: 4, _D.DTYPE_FLOAT4_E2M1FN: 4}
+SUB_BYTE_BITS = {pb.DTYPE_INT2: 2, pb.DTYPE_UINT2: 2, pb.DTYPE_INT4: 4,
+                 pb.DTYPE_UINT4: 4, pb.DTYPE_FLOAT4_E2M1FN: 4}
 
 
 def encode_dtype(dtype, path: str = "") -> tuple[int, str]:
   """Returns (Dtype enum number, key impl name or "")."""
   if compat.is_key_dtype(dtype):
-    return _D.DTYPE_KEY, compat.key_impl_name(dtype)
+    return pb.DTYPE_KEY, compat.key_impl_name(dtype)
   try:
     return _TO_ENUM[np.dtype(dtype)], ""
   except (KeyError, TypeError):
@@ -48,7 +47,7 @@ def encode_dtype(dtype, path: str = "") -> tuple[int, str]:
 
 
 def decode_dtype(num: int, key_impl: str = "", path: str = ""):
-  if num == _D.DTYPE_KEY:
+  if num == pb.DTYPE_KEY:
     return compat.key_dtype(key_impl, path)
   try:
     return _FROM_ENUM[num]

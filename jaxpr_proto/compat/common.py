@@ -321,11 +321,13 @@ def shared_sub_jaxprs_checked_once():
   if not getattr(core.check_eqn, "_jaxpr_proto_memo", False):
     core.check_eqn = _check_eqn_memo(core.check_eqn)
   outer = getattr(_checked, "passed", None)
-  _checked.passed = {} if outer is None else outer
+  if outer is None:
+    _checked.passed, _checked.params_keys = {}, {}
   try:
     yield
   finally:
-    _checked.passed = outer
+    if outer is None:
+      _checked.passed = _checked.params_keys = None
 
 
 def _check_once(original):
@@ -368,8 +370,14 @@ def _check_eqn_memo(original):
     def typed():
       out_avals, effs = original(prim, in_avals, params)
       return tuple(out_avals), effs
-    out_avals, effs = _EQN_TYPES.lookup(
-        lambda: (prim, tuple(in_avals), memo.params_key(params), memo.context_key()), typed)
+    def key():
+      # (eqns that the decoder gave one group's params share the dict: its key is made once)
+      keys = _checked.params_keys
+      entry = keys.get(id(params))
+      if entry is None:
+        entry = keys[id(params)] = memo.params_key(params), params  # kept: its id stays its own
+      return prim, tuple(in_avals), entry[0], memo.context_key()
+    out_avals, effs = _EQN_TYPES.lookup(key, typed)
     return list(out_avals), effs
   check_eqn._jaxpr_proto_memo = True
   return check_eqn
