@@ -2,8 +2,9 @@
 
 Each case mutates one seed, a .jaxpb file of every corpus program
 (tests/corpus.py, traced here, also with every jaxpr in columns) and of the
-golden files (tests/golden/), at the protobuf field level (a random field anywhere in the Module set to an
-interesting value: indices just in and out of range, huge and negative
+golden files (tests/golden/), at the protobuf field level (a random field
+anywhere in the Module set to an interesting value: indices just in and out
+of range, huge and negative
 numbers, unknown enum numbers, other strings, repeated fields dropped,
 duplicated or reordered, sub-messages cleared) or, less often, at the byte
 level, and judges it (`judge`):
