@@ -1,6 +1,6 @@
 """Benchmark: jaxpr-proto against its peers, side by side in one process.
 
-    python tools/bench.py [--repeat N] [--eqns 1000,1000000] [--big-gib 2.5]
+    python tools/bench.py [--repeat N] [--eqns 1000,1000000] [--layers 30000] [--big-gib 2.5]
 
 For each program (the demo's MLP training step, and the gradient of a
 transformer block) it prints encode/decode time and bytes of .jaxpb, the time
@@ -10,7 +10,9 @@ ClosedJaxpr (which goes through .jaxpb), and the ratios between them.
 
 Then a chain of elementwise eqns at each size of --eqns: eqns per second of
 `jp.dumps` and of `jp.loads(typecheck=False)`, and the time per eqn against
-the smallest size (linear scaling is 1.0x). With --big-gib, a program closing
+the smallest size (linear scaling is 1.0x); and a traced unrolled model of
+--layers layers (make_jaxpr's eqns: each with its own params, literals and
+source lines), against make_jaxpr. With --big-gib, a program closing
 over a constant of that many GiB: `jp.save` and `jp.load` each in a fresh
 process, their time and peak resident memory (ru_maxrss) above the data.
 """
@@ -171,6 +173,37 @@ def bench_eqns(sizes, repeat):
           f"dumps {per[0] / base[0]:4.2f}x, loads {per[1] / base[1]:4.2f}x")
 
 
+def unrolled(layers: int):
+  """A traced program of 3 * layers + 1 eqns, as an unrolled model gives:
+  each layer a matmul, a bias that is a literal of its own, and a tanh."""
+  import numpy as np
+  ws = [np.full((16, 16), 0.01 * (k + 1), np.float32) for k in range(4)]
+
+  def f(x, ws):
+    for k in range(layers):
+      x = jnp.tanh(x @ ws[k % 4] + 0.001 * k)
+    return x.sum()
+
+  t = time.perf_counter()
+  cj = jax.make_jaxpr(f)(np.ones((4, 16), np.float32), ws)
+  return cj, time.perf_counter() - t
+
+
+def bench_unrolled(layers: int, repeat: int):
+  cj, t_trace = unrolled(layers)
+  n = len(cj.jaxpr.eqns)
+  r = max(1, min(repeat, 3))
+  t_enc, _, data = _best(lambda: jp.dumps(cj), r)
+  t_fast, _, _ = _best(lambda: jp.clear_caches() or jp.loads(data, typecheck=False), r)
+  t_dec, _, cj2 = _best(lambda: jp.clear_caches() or jp.loads(data), r)
+  assert str(cj2) == str(cj)
+  print(f"\n== a traced unrolled model ({layers:,} layers: matmul, add of a literal, tanh), {n:,} eqns")
+  print(f"  make_jaxpr {n / t_trace:>9,.0f} eqns/s   jp.dumps {n / t_enc:>9,.0f} eqns/s   "
+        f"jp.loads(typecheck=False) {n / t_fast:>9,.0f} eqns/s   jp.loads {n / t_dec:>9,.0f} eqns/s   "
+        f"{len(data) / n:5.1f} bytes/eqn")
+  print(f"  ratios: make_jaxpr/loads {t_trace / t_dec:5.1f}x (typecheck=False {t_trace / t_fast:5.1f}x)")
+
+
 # One step (save or load) of a program closing over a constant of `nbytes`, in a
 # fresh process: prints its time, the resident size after importing JAX, and
 # the peak resident size while the step ran (tests/test_external.py runs it too).
@@ -237,6 +270,8 @@ def main(argv=None):
   ap.add_argument("--repeat", type=int, default=7)
   ap.add_argument("--eqns", default="1000,10000,100000,1000000",
                   help="sizes of the eqn-chain rows, comma-separated ('' for none)")
+  ap.add_argument("--layers", type=int, default=30_000,
+                  help="layers of the traced unrolled model (0 for none)")
   ap.add_argument("--big-gib", type=float, default=0.0,
                   help="also save and load a program with a constant of this many GiB")
   args = ap.parse_args(argv)
@@ -245,6 +280,8 @@ def main(argv=None):
     bench(name, fn, fargs, args.repeat)
   if args.eqns:
     bench_eqns([int(n) for n in args.eqns.split(",")], args.repeat)
+  if args.layers:
+    bench_unrolled(args.layers, args.repeat)
   if args.big_gib:
     bench_big(args.big_gib)
 

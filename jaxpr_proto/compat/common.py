@@ -81,11 +81,6 @@ convert_constvars_jaxpr = pe.convert_constvars_jaxpr
 partial_eval_jaxpr_nounits = pe.partial_eval_jaxpr_nounits
 
 
-def eqn(invars, outvars, primitive, params, effects, source_info, ctx):
-  return core.JaxprEqn(invars, outvars, primitive, params, effects,
-                       source_info, ctx)
-
-
 # --- PRNG key dtypes -------------------------------------------------------
 
 def is_key_dtype(dtype) -> bool:
