@@ -1,6 +1,6 @@
 """Benchmark: jaxpr-proto against its peers, side by side in one process.
 
-    python tools/bench.py [--repeat N] [--eqns 1000,1000000] [--layers 30000] [--big-gib 2.5]
+    python tools/bench.py [--repeat N] [--eqns 1000,1000000] [--layers 4000] [--big-gib 2.5]
 
 For each program (the demo's MLP training step, and the gradient of a
 transformer block) it prints encode/decode time and bytes of .jaxpb, the time
@@ -173,19 +173,24 @@ def bench_eqns(sizes, repeat):
           f"dumps {per[0] / base[0]:4.2f}x, loads {per[1] / base[1]:4.2f}x")
 
 
-def unrolled(layers: int):
-  """A traced program of 3 * layers + 1 eqns, as an unrolled model gives:
-  each layer a matmul, a bias that is a literal of its own, and a tanh."""
+def unrolled(layers: int, lanes: int = 8):
+  """A traced program of lanes * layers * 3 eqns and a few, as unrolled
+  models give: `lanes` models side by side (one chain of a million would be
+  beyond check.bounds.MAX_CHAIN), each layer a matmul, a bias that is a
+  literal of its own, and a tanh. Returns it and make_jaxpr's time."""
   import numpy as np
   ws = [np.full((16, 16), 0.01 * (k + 1), np.float32) for k in range(4)]
 
-  def f(x, ws):
-    for k in range(layers):
-      x = jnp.tanh(x @ ws[k % 4] + 0.001 * k)
-    return x.sum()
+  def f(xs, ws):
+    out = []
+    for x in xs:
+      for k in range(layers):
+        x = jnp.tanh(x @ ws[k % 4] + 0.001 * k)
+      out.append(x.sum())
+    return out
 
   t = time.perf_counter()
-  cj = jax.make_jaxpr(f)(np.ones((4, 16), np.float32), ws)
+  cj = jax.make_jaxpr(f)([np.ones((4, 16), np.float32)] * lanes, ws)
   return cj, time.perf_counter() - t
 
 
@@ -197,7 +202,7 @@ def bench_unrolled(layers: int, repeat: int):
   t_fast, _, _ = _best(lambda: jp.clear_caches() or jp.loads(data, typecheck=False), r)
   t_dec, _, cj2 = _best(lambda: jp.clear_caches() or jp.loads(data), r)
   assert str(cj2) == str(cj)
-  print(f"\n== a traced unrolled model ({layers:,} layers: matmul, add of a literal, tanh), {n:,} eqns")
+  print(f"\n== traced unrolled models (8 x {layers:,} layers: matmul, add of a literal, tanh), {n:,} eqns")
   print(f"  make_jaxpr {n / t_trace:>9,.0f} eqns/s   jp.dumps {n / t_enc:>9,.0f} eqns/s   "
         f"jp.loads(typecheck=False) {n / t_fast:>9,.0f} eqns/s   jp.loads {n / t_dec:>9,.0f} eqns/s   "
         f"{len(data) / n:5.1f} bytes/eqn")
@@ -270,8 +275,8 @@ def main(argv=None):
   ap.add_argument("--repeat", type=int, default=7)
   ap.add_argument("--eqns", default="1000,10000,100000,1000000",
                   help="sizes of the eqn-chain rows, comma-separated ('' for none)")
-  ap.add_argument("--layers", type=int, default=30_000,
-                  help="layers of the traced unrolled model (0 for none)")
+  ap.add_argument("--layers", type=int, default=4_000,
+                  help="layers of each of the 8 traced unrolled models (0 for none)")
   ap.add_argument("--big-gib", type=float, default=0.0,
                   help="also save and load a program with a constant of this many GiB")
   args = ap.parse_args(argv)

@@ -228,7 +228,10 @@ class Decoder:
     st.where_prefix = prefix
     for k, (p, tb, ns, cx, n_par, n_ops, n_res) in enumerate(zip(P, TB, NS, CTX, PC, OC, RC)):
       st.eqn_index = k
-      if n_par:
+      if n_par == 1:
+        key = (p, tb, ns, cx, PARS[q])
+        q += 1
+      elif n_par:
         key = (p, tb, ns, cx, *PARS[q:q + n_par])
         q += n_par
       else:
@@ -243,8 +246,9 @@ class Decoder:
         else:
           standins.refuse_stand_ins(prim.name, params, where, "")
         call = calls[key] = (prim, params, tracebacks.decode_source_info(self, tb, ns, where),
-                             self.context(cx, where), [])
-      prim, params, si, ctx, uses = call  # (one params dict for the group, as JAX shares them)
+                             self.context(cx, where), [],
+                             type(prim) is not Expanded and not placeholders)
+      prim, params, si, ctx, uses, plain = call  # (one params dict for the group, as JAX shares them)
       if n_ops == 1:
         ins = [vars_.get(OPS[o] - 1)]  # (None for a literal: id -1)
       else:
@@ -286,14 +290,17 @@ class Decoder:
           outs.append(v)
       r += n_res
       effs = effects.decode_effects(self, EFFS[k], scope, f"{st.where}.effects") if EFFS and k in EFFS else NO_EFFECTS
-      if type(prim) is Expanded:  # a newer JAX's primitive, computed
-        prim, params = self.upgrader.expand(prim.name, ins, outs, params, st.where)
-      if placeholders:
-        prim = self._placeholder_for(prim, params, st.where, outs, effs)
-      if prim is call[0]:
+      if plain:
         uses.append(k)
-      else:  # an eqn of its own
-        alone.append((prim, params, si, ctx, [k]))
+      else:
+        if type(prim) is Expanded:  # a newer JAX's primitive, computed
+          prim, params = self.upgrader.expand(prim.name, ins, outs, params, st.where)
+        if placeholders:
+          prim = self._placeholder_for(prim, params, st.where, outs, effs)
+        if prim is call[0]:
+          uses.append(k)
+        else:  # an eqn of its own
+          alone.append((prim, params, si, ctx, [k]))
       eqns.append(JaxprEqn(ins, outs, prim, params, effs, si, ctx))
     st.eqn_index = -1
     outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
@@ -307,7 +314,7 @@ class Decoder:
       raise DecodeError(f"invalid jaxpr: {e}", path) from None
     # (primitive, params, source info, context, eqn indices) of each group of
     # eqns that share them, for the param checks (check.param_rules)
-    self.state.calls[id(j)] = [x for x in calls.values() if x[4]] + alone
+    self.state.calls[id(j)] = [x[:5] for x in calls.values() if x[4]] + alone
     return j
 
   def _placeholder_for(self, prim, params, where, outs, effs):

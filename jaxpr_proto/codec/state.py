@@ -144,16 +144,27 @@ class DecodeState:
     return f"{self.where_prefix}eqn[{self.eqn_index}]" if self.eqn_index >= 0 else self.where_prefix.rstrip(".")
 
 
+# Past this many new objects, paused_gc moves them to the oldest generation.
+_LONG_LIVED = 100_000
+
+
 @contextlib.contextmanager
 def paused_gc():
   """Pauses Python's cycle collector while a program is encoded or decoded:
   the collector runs again each time some thousands of objects are made,
   and over the millions of a big program's eqns, variables and messages
-  that costs a fifth of the time, where they form no cycles it could free."""
+  that costs a fifth of the time, where they form no cycles it could free.
+  Past _LONG_LIVED new objects, they join the oldest generation without a
+  pass over them (gc.freeze and unfreeze: a pass of the youngest one, when
+  the collector resumes, would cost as much again; they live as long as
+  the program)."""
   was = gc.isenabled()
   gc.disable()
   try:
     yield
   finally:
     if was:
+      if gc.get_count()[0] > _LONG_LIVED:
+        gc.freeze()
+        gc.unfreeze()
       gc.enable()
