@@ -189,6 +189,7 @@ def run(m, err, report, *, typecheck: bool = True, source=None, callbacks=None,
   dec.columns = st.columns
   params_before = err.count
   root = dec.decode_all()
+  dec.columns = {}  # (what decoding has not used; the decoder outlives the load)
   if root is not None and err.count == params_before and not dec.version_errors:
     for path, message, is_version in param_rules.errors(dec):
       if is_version:  # told in the versions stage

@@ -24,6 +24,7 @@ class Structure:
     # Reference graph for cycles and nesting depth: node -> {node: path of its first reference}.
     self.edges: dict[tuple, dict] = {}
     self.paths: dict[tuple, str] = {}
+    self._names = None  # see _param_names
 
   def ref(self, table: str, i: int, path: str, what: str | None = None) -> bool:
     n = self.n[table]
@@ -327,7 +328,7 @@ class Structure:
 
   def _param_names(self):
     """Per entry of Module.params, a number for its name."""
-    if getattr(self, "_names", None) is None:
+    if self._names is None:
       ids: dict[str, int] = {}
       self._names = np.array([ids.setdefault(p.name, len(ids)) for p in self.m.params] or [0],
                              dtype=np.int64)

@@ -260,12 +260,12 @@ class Decoder:
           else:
             lm = LITS[lit]
             lit += 1
-            key = (lm.aval, lm.value.SerializeToString())
-            value = literals.get(key)
+            lkey = (lm.aval, lm.value.SerializeToString())
+            value = literals.get(lkey)
             if value is None:  # (literals repeat: `x * 2.0` in every layer)
               at = f"{st.where}.invars[{j}]"
               av = self.aval(lm.aval, at)
-              value = literals[key] = (self.literal(lm.value, av, at), av)
+              value = literals[lkey] = (self.literal(lm.value, av, at), av)
             ins[j] = compat.Literal(*value)
       o += n_ops
       x = RES[r] if n_res == 1 else 0
@@ -289,7 +289,9 @@ class Decoder:
           v = vars_[x - 1] = Var(av)
           outs.append(v)
       r += n_res
-      effs = effects.decode_effects(self, EFFS[k], scope, f"{st.where}.effects") if EFFS and k in EFFS else NO_EFFECTS
+      effs = NO_EFFECTS
+      if EFFS and k in EFFS:
+        effs = effects.decode_effects(self, EFFS[k], scope, f"{st.where}.effects")
       if plain:
         uses.append(k)
       else:
