@@ -3,6 +3,7 @@ program round-trips in that form too, to the same program; a hostile file's
 columns are refused with the path of the eqn at fault, by `jp.loads` and
 `jp.check` alike; other readers (info, the JavaScript reader) see the same
 eqns in either form."""
+import gc
 import json
 import subprocess
 
@@ -182,3 +183,20 @@ def test_javascript_reader_reads_columns(tmp_path, monkeypatch):
                      capture_output=True, text=True, timeout=120)
   assert json.loads(r.stdout)["eqns"]["stored"] == info.module_info(
       pb.Module.FromString((tmp_path / "columns.jaxpb").read_bytes()))["eqns"]["stored"]
+
+
+@pytest.mark.parametrize("long_lived", [0, 1 << 40], ids=["moved_to_the_oldest_generation", "left"])
+def test_the_cycle_collector_is_left_as_it_was(monkeypatch, long_lived):
+  from jaxpr_proto.codec import state
+  monkeypatch.setattr(state, "_LONG_LIVED", long_lived)
+  cj = _chain(300)
+  assert gc.isenabled()
+  data = jp.dumps(cj)
+  assert str(jp.loads(data)) == str(cj)
+  assert gc.isenabled() and gc.get_freeze_count() == 0
+  gc.disable()
+  try:
+    jp.loads(jp.dumps(cj))
+    assert not gc.isenabled() and gc.get_freeze_count() == 0
+  finally:
+    gc.enable()

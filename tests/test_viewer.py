@@ -20,6 +20,7 @@ import pytest
 import jaxpr_proto as jp
 from jaxpr_proto.cli import commands as cli
 from jaxpr_proto.cli import view
+from jaxpr_proto.wire import columns
 from tests import helpers
 from tests.test_textforms import PROGRAMS, traced
 
@@ -149,6 +150,19 @@ def test_page_shows_every_eqn(browser, tmp_path, name):
   assert set(shown) == eqn_paths(m)
   page.click("#collapse-all")
   assert page.locator("[data-eqn]").count() == len(program(name).jaxpr.eqns)
+  assert not errors(msgs), msgs
+
+
+def test_page_reads_jaxprs_in_columns(browser, tmp_path, monkeypatch):
+  monkeypatch.setattr(columns, "COLUMNS_FROM", 0)  # as a big program's jaxprs are written
+  m = jp.encode(program("demo"))
+  assert all(j.HasField("columns") for j in m.jaxprs)
+  page, msgs = open_page(browser, tmp_path, "demo")
+  assert page.locator("[data-eqn]").count() == len(program("demo").jaxpr.eqns)
+  page.click("#expand-all")
+  shown = page.eval_on_selector_all("[data-eqn]", "els => els.map(e => e.dataset.eqn)")
+  assert sorted(shown) == sorted({f"jaxprs[{j}].eqns[{k}]" for j, jx in enumerate(m.jaxprs)
+                                  for k in range(columns.eqn_count(jx))})
   assert not errors(msgs), msgs
 
 
