@@ -190,13 +190,27 @@ def test_the_cycle_collector_is_left_as_it_was(monkeypatch, long_lived):
   from jaxpr_proto.codec import state
   monkeypatch.setattr(state, "_LONG_LIVED", long_lived)
   cj = _chain(300)
+  frozen = gc.get_freeze_count()  # (what the process froze itself stays frozen)
   assert gc.isenabled()
   data = jp.dumps(cj)
   assert str(jp.loads(data)) == str(cj)
-  assert gc.isenabled() and gc.get_freeze_count() == 0
+  assert gc.isenabled() and gc.get_freeze_count() == frozen
   gc.disable()
   try:
     jp.loads(jp.dumps(cj))
-    assert not gc.isenabled() and gc.get_freeze_count() == 0
+    assert not gc.isenabled() and gc.get_freeze_count() == frozen
   finally:
     gc.enable()
+
+
+def test_objects_the_process_froze_stay_frozen(monkeypatch):
+  from jaxpr_proto.codec import state
+  monkeypatch.setattr(state, "_LONG_LIVED", 0)
+  gc.freeze()
+  try:
+    frozen = gc.get_freeze_count()
+    assert frozen
+    jp.loads(jp.dumps(_chain(300)))
+    assert gc.get_freeze_count() == frozen
+  finally:
+    gc.unfreeze()

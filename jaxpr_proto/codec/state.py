@@ -157,14 +157,15 @@ def paused_gc():
   Past _LONG_LIVED new objects, they join the oldest generation without a
   pass over them (gc.freeze and unfreeze: a pass of the youngest one, when
   the collector resumes, would cost as much again; they live as long as
-  the program)."""
+  the program), unless the process froze objects itself: unfreeze would
+  release those too."""
   was = gc.isenabled()
   gc.disable()
   try:
     yield
   finally:
     if was:
-      if gc.get_count()[0] > _LONG_LIVED:
+      if gc.get_count()[0] > _LONG_LIVED and not gc.get_freeze_count():
         gc.freeze()
         gc.unfreeze()
       gc.enable()
