@@ -196,6 +196,7 @@ def run(m, err, report, *, typecheck: bool = True, source=None, callbacks=None,
         dec.version_errors.append((path, message, VersionError(message, path)))
       else:
         err(path, message)
+  dec.state.calls.clear()  # (the groups of eqns served the param checks only)
 
   _check_versions(m, err, report)
   check_namespaces(m, err)

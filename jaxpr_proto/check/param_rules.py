@@ -45,7 +45,7 @@ _TAKES_NOT = re.compile(r"primitive (\S+) does not take a param '([^']*)'$")
 
 def _errors(dec):
   # What params alone decide is checked once per group of eqns that the
-  # decoder gave one primitive and params (Decoder._decode_eqns), at the
+  # decoder gave one primitive and params (Decoder._decode_jaxpr), at the
   # first eqn; a primitive's rule (RULES), which may read operands, for each.
   memo: dict = {}
   for i, path in list(dec.state.jaxpr_paths.items()):

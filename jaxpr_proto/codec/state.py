@@ -78,7 +78,7 @@ class DecodeState:
   module: pb.Module
   decoded: dict[str, dict] = dataclasses.field(default_factory=lambda: collections.defaultdict(dict))
   jaxpr_paths: dict[int, str] = dataclasses.field(default_factory=dict)  # of each decoded jaxpr
-  calls: dict = dataclasses.field(default_factory=dict)  # id(decoded Jaxpr) -> its eqns by what they share (Decoder._decode_eqns)
+  calls: dict = dataclasses.field(default_factory=dict)  # id(decoded Jaxpr) -> its eqns by what they share (Decoder._decode_jaxpr)
   # The eqn being decoded, for errors found outside the checks: `where` is
   # the jaxpr's path prefix and eqn_index its index (-1: no eqn yet).
   where_prefix: str = ""

@@ -27,14 +27,6 @@ class Columns:
                "results", "result_avals", "param_count", "params", "traceback",
                "name_stack", "context", "effects")
 
-  def eqn_params(self):
-    """Each eqn's params (indices into Module.params), as tuples."""
-    out, at = [], 0
-    for c in self.param_count:
-      out.append(tuple(self.params[at:at + c]))
-      at += c
-    return out
-
 
 def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
   """The eqns of `j`, in either form. Columns whose lengths disagree are
@@ -69,13 +61,15 @@ def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
     return c
   eqns = j.eqns
   c.n = len(eqns)
-  c.primitive, c.traceback, c.name_stack, c.context = (
-      [e.primitive for e in eqns], [e.traceback for e in eqns],
-      [e.name_stack for e in eqns], [e.context for e in eqns])
+  c.primitive, c.traceback, c.name_stack, c.context = [], [], [], []
   c.operand_count, c.operands, c.literals = [], [], []
   c.result_count, c.results, c.result_avals = [], [], []
   c.param_count, c.params, c.effects = [], [], {}
   for k, e in enumerate(eqns):
+    c.primitive.append(e.primitive)
+    c.traceback.append(e.traceback)
+    c.name_stack.append(e.name_stack)
+    c.context.append(e.context)
     ins = e.invars
     c.operand_count.append(len(ins))
     for a in ins:
