@@ -3,9 +3,8 @@
 A jaxpr of many eqns is written in columns: a list of ints per field, with
 no message per eqn, which protobuf reads and writes about ten times faster.
 `of` gives the eqns of either form as a `Columns` (lists), which the
-checker's bounds, the decoder and `info` read; `as_eqns` gives them as Eqn
-messages, for the checker's path-by-path reports and other readers of few
-eqns.
+checker's structure stage and bounds and the decoder read; `as_eqns` gives
+them as Eqn messages, for the checker's path-by-path reports and `info`.
 """
 from __future__ import annotations
 

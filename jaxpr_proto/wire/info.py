@@ -130,6 +130,13 @@ def _eqns(j: pb.Jaxpr):
     return []
 
 
+def _literals(j: pb.Jaxpr):
+  """The literal operands of `j`'s eqns (in columns: as stored, no eqns made)."""
+  if j.HasField("columns"):
+    return j.columns.literals
+  return [a.literal for e in j.eqns for a in e.invars if a.WhichOneof("kind") == "literal"]
+
+
 def rule_jaxprs(m: pb.Module) -> set[int]:
   """The indices into m.jaxprs of custom-rule jaxprs (jvp; fwd and bwd; lin's bwd)."""
   return {m.closed_jaxprs[c].jaxpr for _, _, _, c in walk.rule_jaxprs(m) if c < len(m.closed_jaxprs)}
@@ -202,8 +209,7 @@ def external_data(m: pb.Module) -> dict[str, dict]:
   out: dict[str, dict] = {}
   seen = set()
   values = [v for c in m.closed_jaxprs for v in c.consts] + [p.value for p in m.params]
-  values += [a.literal.value for j in m.jaxprs for e in _eqns(j) for a in e.invars
-             if a.WhichOneof("kind") == "literal"]
+  values += [lit.value for j in m.jaxprs for lit in _literals(j)]
   for a in (a for v in values for a in walk.value_arrays(v)):
     if not a.HasField("external"):
       continue
@@ -222,8 +228,8 @@ def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) 
   by_prim: collections.Counter = collections.Counter()
   refs: list[list[set[int]]] = []
   cache: dict = {}
-  for j in m.jaxprs:
-    eqns = _eqns(j)
+  eqns_of = [_eqns(j) for j in m.jaxprs]  # (made once: columns become messages)
+  for eqns in eqns_of:
     by_prim.update(names[e.primitive] if e.primitive < len(names) else f"<primitive {e.primitive}?>"
                    for e in eqns)
     refs.append([eqn_refs(e, m, cache) for e in eqns])
@@ -249,7 +255,7 @@ def module_info(m: pb.Module, *, progress: Callable[[int], None] | None = None) 
     j, ids = m.jaxprs[i], {}
     for v in (*j.constvars, *j.invars):
       ids[v.id] = v.aval
-    for e in _eqns(j):
+    for e in eqns_of[i]:
       for b in e.outvars:
         if b.WhichOneof("kind") == "var":
           ids[b.var.id] = b.var.aval
