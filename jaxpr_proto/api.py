@@ -141,6 +141,7 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
 
 def clear_caches() -> None:
   """Empties jaxpr_proto's process-wide memos of checking (JAX's type rule of
-  an eqn, the verdicts on custom_jvp rules), as `jax.clear_caches()` does
-  JAX's caches: the next load checks everything afresh."""
+  an eqn, the verdicts on custom_jvp rules, the files that passed every
+  check), as `jax.clear_caches()` does JAX's caches: the next load checks
+  everything afresh."""
   compat.memo.clear_all()

@@ -1,12 +1,29 @@
 """The one path by which a Module becomes a program: `jp.decode`, `jp.loads`,
 `jp.load`, jp.Function files and the CLI all load through `decode`, which
-runs the stages of `jp.check` (`checker.run`) and stops at the first error."""
+runs the stages of `jp.check` (`checker.run`) and stops at the first error.
+
+A Module that passed them all is remembered by its content (`_PASSED`): the
+same bytes loaded again (a program pickled to many tasks, a server loading
+one file per request) are decoded without checking them again. The verdict
+is keyed on all it depends on besides the bytes: the options, what this
+process has registered by name (`names.generation()`), and JAX's
+configuration (`memo.context_key()`); `jp.clear_caches()` forgets it."""
 from __future__ import annotations
 
+import hashlib
+
 from jaxpr_proto.check import checker
+from jaxpr_proto.check.signature import check_function
+from jaxpr_proto.codec import decoder as _decoder
+from jaxpr_proto.codec import names
 from jaxpr_proto.codec.state import paused_gc
+from jaxpr_proto.compat import memo
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+
+_PASSED = memo.memo()  # verdict key -> whether JAX's type rules were among the checks passed
+# Messages past this size are not remembered: hashing them would cost a copy.
+PASSED_MAX_BYTES = 64 << 20
 
 
 class _RaiseFirst:
@@ -39,8 +56,30 @@ def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
   """
   if unresolved not in ("error", "placeholder"):
     raise ValueError(f"unresolved must be 'error' or 'placeholder', not {unresolved!r}")
+  placeholders = unresolved == "placeholder"
+  # (arrays outside the message, or callbacks bound for one load, are not in the key)
+  key = None
+  if source is None and not callbacks and m.ByteSize() <= PASSED_MAX_BYTES:
+    digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
+    key = (digest, trust_pickled_code, placeholders, names.generation(), memo.context_key())
   with paused_gc():
-    return checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck,
-                       source=source, callbacks=callbacks,
-                       trust_pickled_code=trust_pickled_code,
-                       placeholders=unresolved == "placeholder")
+    passed = _PASSED.get(key) if key is not None else None
+    if passed is not None and passed >= typecheck:
+      return _decode_passed(m, trust_pickled_code, placeholders)
+    out = checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck,
+                      source=source, callbacks=callbacks, trust_pickled_code=trust_pickled_code,
+                      placeholders=placeholders)
+  if key is not None:
+    _PASSED.put(key, typecheck or _PASSED.get(key, False))
+  return out
+
+
+def _decode_passed(m: pb.Module, trust_pickled_code: bool, placeholders: bool):
+  """`checker.run`'s result for a Module that passed its checks before: the
+  same decoding, without them."""
+  dec = _decoder.Decoder(m, None, None, trust_pickled_code, placeholders)
+  with _decoder.refusing(lambda: dec.state.where):  # (cannot fail: it did not before)
+    root = dec.closed_jaxpr(m.root, "")
+    trees = check_function(m, dec, root, _RaiseFirst()) if m.HasField("function") else None
+  dec.state.calls.clear()  # (kept for the param checks, which passed)
+  return dec, root, trees

@@ -55,7 +55,7 @@ def _errors(dec):
     prefix = f"{path}." if path else ""
     eqns = jaxpr.eqns
     calls = dec.state.calls.get(id(jaxpr))
-    groups = [c[4] for c in calls] if calls is not None else [[k] for k in range(len(eqns))]
+    groups = [c[2] for c in calls] if calls is not None else [[k] for k in range(len(eqns))]
     found = []
     for ks in groups:
       errs = _params_errors_memo(eqns[ks[0]], memo)

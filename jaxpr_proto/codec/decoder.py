@@ -216,7 +216,8 @@ class Decoder:
       c = columns.of(msg, prefix)
     st = self.state
     vars_, done_avals = scope.vars, st.decoded["avals"]
-    calls: dict = {}  # (primitive, traceback, name stack, context, *params) -> what they decode to
+    calls: dict = {}  # (primitive, *params) -> what they decode to
+    origins: dict = {}  # (traceback, name stack, context) -> (source info, context)
     literals: dict = {}  # (aval, value's bytes) -> (value, aval)
     Var, JaxprEqn, Expanded = compat.Var, compat.JaxprEqn, standins.Expanded
     P, OC, OPS, LITS = c.primitive, c.operand_count, c.operands, c.literals
@@ -229,26 +230,30 @@ class Decoder:
     for k, (p, tb, ns, cx, n_par, n_ops, n_res) in enumerate(zip(P, TB, NS, CTX, PC, OC, RC)):
       st.eqn_index = k
       if n_par == 1:
-        key = (p, tb, ns, cx, PARS[q])
+        key = (p, PARS[q])
         q += 1
       elif n_par:
-        key = (p, tb, ns, cx, *PARS[q:q + n_par])
+        key = (p, *PARS[q:q + n_par])
         q += n_par
       else:
-        key = (p, tb, ns, cx)
+        key = (p,)
       call = calls.get(key)
       if call is None:  # decoded once: the params fixed up and upgraded for the primitive
         where = st.where
         prim = self.primitive(p, where)
-        params = param_codecs.decode_params(self, prim.name, key[4:], where)
+        params = param_codecs.decode_params(self, prim.name, key[1:], where)
         if self.upgrader:
           params = self.upgrader.params(prim.name, params, where)
         else:
           standins.refuse_stand_ins(prim.name, params, where, "")
-        call = calls[key] = (prim, params, tracebacks.decode_source_info(self, tb, ns, where),
-                             self.context(cx, where), [],
-                             type(prim) is not Expanded and not placeholders)
-      prim, params, si, ctx, uses, plain = call  # (one params dict for the group, as JAX shares them)
+        call = calls[key] = (prim, params, [], type(prim) is not Expanded and not placeholders)
+      prim, params, uses, plain = call  # (one params dict for the group, as JAX shares them)
+      origin = origins.get((tb, ns, cx))
+      if origin is None:
+        where = st.where
+        origin = origins[(tb, ns, cx)] = (tracebacks.decode_source_info(self, tb, ns, where),
+                                          self.context(cx, where))
+      si, ctx = origin
       if n_ops == 1:
         ins = [vars_.get(OPS[o] - 1)]  # (None for a literal: id -1)
       else:
@@ -302,7 +307,7 @@ class Decoder:
         if prim is call[0]:
           uses.append(k)
         else:  # an eqn of its own
-          alone.append((prim, params, si, ctx, [k]))
+          alone.append((prim, params, [k]))
       eqns.append(JaxprEqn(ins, outs, prim, params, effs, si, ctx))
     st.eqn_index = -1
     outvars = [atom(a, f"{prefix}outvars[{k}]") for k, a in enumerate(msg.outvars)]
@@ -314,9 +319,9 @@ class Decoder:
       j = compat.Jaxpr(constvars, invars, outvars, eqns, effs, debug, msg.is_high)
     except Exception as e:
       raise DecodeError(f"invalid jaxpr: {e}", path) from None
-    # (primitive, params, source info, context, eqn indices) of each group of
-    # eqns that share them, for the param checks (check.param_rules)
-    self.state.calls[id(j)] = [x[:5] for x in calls.values() if x[4]] + alone
+    # (primitive, params, eqn indices) of each group of eqns that share them,
+    # for the param checks (check.param_rules)
+    self.state.calls[id(j)] = [x[:3] for x in calls.values() if x[2]] + alone
     return j
 
   def _placeholder_for(self, prim, params, where, outs, effs):

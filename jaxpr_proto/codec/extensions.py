@@ -16,6 +16,7 @@ from typing import Callable
 import jax
 
 from jaxpr_proto import compat
+from jaxpr_proto.codec import names
 from jaxpr_proto.compat import standins
 from jaxpr_proto.errors import DecodeError, EncodeError, VersionError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
@@ -39,6 +40,7 @@ def register(fields_of, owns, build, feature: str | None = None) -> None:
   """Registers a kind of extension; a file that writes one of its codecs
   lists `feature` in Module.required_features (wire.versions)."""
   EXTENSIONS.append(Extension(fields_of, owns, build, feature))
+  names.note_change()
 
 
 # Fields added after their codec, which an older reader refuses: a file that

@@ -34,6 +34,21 @@ class RegistryError(Error):
   """Two different objects claim the same name."""
 
 
+_changes = 0  # see generation()
+
+
+def generation() -> int:
+  """A number that changes whenever a name or an extension is added or
+  removed: what a file's names stand for in this process is the same while
+  it stays."""
+  return _changes
+
+
+def note_change() -> None:
+  global _changes
+  _changes += 1
+
+
 class NameTable:
   """name <-> object, for one kind of thing a file names. Objects are keyed
   by identity where `by_id` (primitives, singletons), else by equality."""
@@ -48,6 +63,7 @@ class NameTable:
     old = self._objects.get(name)
     if old is not None and old is not obj and not replace:
       raise RegistryError(f"{self.what} {_show(name)} is already registered to {old!r}")
+    note_change()
     self._objects[name] = obj
     key = id(obj) if self._by_id else obj
     self._names.setdefault(key, name) if not replace else self._names.__setitem__(key, name)
@@ -82,6 +98,7 @@ class NameTable:
 
   def remove(self, name) -> None:
     """Forgets a name (tests, and users undoing a registration)."""
+    note_change()
     obj = self._objects.pop(name, None)
     if obj is not None:
       key = id(obj) if self._by_id else obj

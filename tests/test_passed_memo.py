@@ -1,0 +1,117 @@
+"""A file that passed every check is remembered by content (check.loading):
+the same bytes load again without the checks, as the same program, and
+nothing else ever skips them."""
+from __future__ import annotations
+
+import importlib
+import pickle
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxpr_proto as jp
+from jaxpr_proto.codec import names
+from jaxpr_proto.errors import DecodeError
+
+loading = importlib.import_module("jaxpr_proto.check.loading")  # (jp.check shadows the package)
+checker = importlib.import_module("jaxpr_proto.check.checker")
+
+
+@pytest.fixture
+def runs(monkeypatch):
+  """How many times the checks ran, from a fresh start."""
+  jp.clear_caches()
+  count = [0]
+  run = checker.run
+
+  def counted(*a, **k):
+    count[0] += 1
+    return run(*a, **k)
+  monkeypatch.setattr(checker, "run", counted)
+  yield count
+  jp.clear_caches()
+
+
+def _program():
+  def f(w, x):
+    h = jnp.tanh(x @ w)
+    return jax.nn.relu(h).sum() * 2.0, jax.lax.cond(x.sum() > 0, jnp.sin, jnp.cos, h)
+  args = (np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4),
+          np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3))
+  return jax.make_jaxpr(jax.grad(lambda w, x: f(w, x)[0]))(*args), args
+
+
+def test_the_same_bytes_load_again_without_the_checks(runs):
+  cj, args = _program()
+  data = jp.dumps(cj)
+  first = jp.loads(data)
+  second = jp.loads(data)
+  assert runs[0] == 1
+  # the same program, as fresh objects
+  assert second is not first and second.jaxpr is not first.jaxpr
+  assert str(second) == str(first) == str(cj)
+  want = jax.core.eval_jaxpr(cj.jaxpr, cj.consts, *args)
+  got = jax.core.eval_jaxpr(second.jaxpr, second.consts, *args)
+  for a, b in zip(want, got):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  g = jax.grad(lambda w: jax.core.eval_jaxpr(second.jaxpr, second.consts, w, args[1])[0].sum())
+  g0 = jax.grad(lambda w: jax.core.eval_jaxpr(cj.jaxpr, cj.consts, w, args[1])[0].sum())
+  np.testing.assert_array_equal(np.asarray(g(args[0])), np.asarray(g0(args[0])))
+  # unpickling (a task's program, sent to many) too
+  blob = pickle.dumps(first)
+  assert [str(pickle.loads(blob)) for _ in range(3)] == [str(cj)] * 3
+  assert runs[0] == 2
+
+
+def test_what_the_verdict_depends_on(runs):
+  data = jp.dumps(_program()[0])
+  jp.loads(data, typecheck=False)
+  jp.loads(data, typecheck=False)
+  assert runs[0] == 1
+  jp.loads(data)  # JAX's type rules were not among the checks passed
+  jp.loads(data)
+  jp.loads(data, typecheck=False)  # (they were now)
+  assert runs[0] == 2
+  jp.loads(data, unresolved="placeholder")
+  assert runs[0] == 3
+  jp.loads(data, callbacks={"x.y": print})  # callbacks bound for one load: always checked
+  jp.loads(data, callbacks={"x.y": print})
+  assert runs[0] == 5
+  names.note_change()  # a name registered since: what the file names may differ
+  jp.loads(data)
+  jp.loads(data)
+  assert runs[0] == 6
+  with jax.enable_x64(not jax.config.jax_enable_x64):  # another JAX configuration
+    jp.loads(data)
+  assert runs[0] == 7
+  jp.clear_caches()
+  jp.loads(data)
+  assert runs[0] == 8
+  other = jp.dumps(_program()[0], debug_info=False)  # other bytes, the same program
+  jp.loads(other)
+  assert runs[0] == 9
+
+
+def test_a_refused_file_is_refused_again(runs):
+  m = jp.encode(_program()[0])
+  eqns = m.jaxprs[m.closed_jaxprs[m.root].jaxpr].eqns
+  k = next(k for k, e in enumerate(eqns) if k and e.invars and e.invars[0].HasField("var"))
+  eqns[k].invars[0].var = 999  # used before it is defined
+  data = m.SerializeToString()
+  for _ in range(2):
+    with pytest.raises(DecodeError, match="used before it is defined") as e:
+      jp.loads(data)
+    assert e.value.path == f"eqn[{k}].invars[0]"
+  assert runs[0] == 2
+
+
+def test_files_with_external_arrays_are_checked_each_time(runs, tmp_path):
+  w = np.arange(1 << 18, dtype=np.float32)
+  cj = jax.make_jaxpr(lambda x: x + jnp.asarray(w)[:4])(np.zeros(4, np.float32))
+  path = tmp_path / "p.jaxpb"
+  jp.save(cj, path, external_min_bytes=1024)
+  for _ in range(2):
+    assert str(jp.load(path)) == str(cj)
+  assert runs[0] == 2
