@@ -47,18 +47,23 @@ def test_the_same_bytes_load_again_without_the_checks(runs):
   cj, args = _program()
   data = jp.dumps(cj)
   first = jp.loads(data)
-  second = jp.loads(data)
+  second = jp.loads(data)  # not checked
+  third = jp.loads(data)  # not checked, and from what the second read (loading._WARM)
   assert runs[0] == 1
-  # the same program, as fresh objects
-  assert second is not first and second.jaxpr is not first.jaxpr
-  assert str(second) == str(first) == str(cj)
   want = jax.core.eval_jaxpr(cj.jaxpr, cj.consts, *args)
-  got = jax.core.eval_jaxpr(second.jaxpr, second.consts, *args)
-  for a, b in zip(want, got):
-    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-  g = jax.grad(lambda w: jax.core.eval_jaxpr(second.jaxpr, second.consts, w, args[1])[0].sum())
-  g0 = jax.grad(lambda w: jax.core.eval_jaxpr(cj.jaxpr, cj.consts, w, args[1])[0].sum())
-  np.testing.assert_array_equal(np.asarray(g(args[0])), np.asarray(g0(args[0])))
+  g0 = jax.grad(lambda w: jax.core.eval_jaxpr(cj.jaxpr, cj.consts, w, args[1])[0].sum())(args[0])
+  for again in (second, third):
+    # the same program, as fresh objects
+    assert again is not first and again.jaxpr is not first.jaxpr
+    assert again.jaxpr.eqns[0] is not first.jaxpr.eqns[0]
+    assert again.jaxpr.pretty_print(source_info=True, name_stack=True) == \
+        cj.jaxpr.pretty_print(source_info=True, name_stack=True)
+    got = jax.core.eval_jaxpr(again.jaxpr, again.consts, *args)
+    for a, b in zip(want, got):
+      np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    g = jax.grad(lambda w: jax.core.eval_jaxpr(again.jaxpr, again.consts, w, args[1])[0].sum())
+    np.testing.assert_array_equal(np.asarray(g(args[0])), np.asarray(g0))
+  assert jp.dumps(third) == jp.dumps(first) == data
   # unpickling (a task's program, sent to many) too
   blob = pickle.dumps(first)
   assert [str(pickle.loads(blob)) for _ in range(3)] == [str(cj)] * 3
@@ -115,3 +120,16 @@ def test_files_with_external_arrays_are_checked_each_time(runs, tmp_path):
   for _ in range(2):
     assert str(jp.load(path)) == str(cj)
   assert runs[0] == 2
+
+
+def test_symbolic_dims_load_again_in_a_scope_of_their_own(runs):
+  n, = jax.export.symbolic_shape("n")
+  # (relu's custom_jvp rule: its jaxprs are decoded when first used, after the rest)
+  f = lambda x: (jax.nn.relu(x) * jnp.sin(x)).sum(0)
+  cj = jax.make_jaxpr(f)(jax.ShapeDtypeStruct((n, 4), jnp.float32))
+  data = jp.dumps(cj)
+  loaded = [jp.loads(data) for _ in range(3)]
+  assert runs[0] == 1
+  for again in loaded:
+    assert str(again) == str(cj)
+    assert jp.dumps(again) == data  # (its dims all of one scope, which encoding requires)

@@ -7,7 +7,10 @@ same bytes loaded again (a program pickled to many tasks, a server loading
 one file per request) are decoded without checking them again. The verdict
 is keyed on all it depends on besides the bytes: the options, what this
 process has registered by name (`names.generation()`), and JAX's
-configuration (`memo.context_key()`); `jp.clear_caches()` forgets it."""
+configuration (`memo.context_key()`); `jp.clear_caches()` forgets it. For
+the last few such Modules, decoding again starts from what the last decoding
+read that no load changes (`_WARM`): their eqns' columns, and the avals,
+primitives, source info and contexts that eqns share, immutable in JAX."""
 from __future__ import annotations
 
 import hashlib
@@ -20,10 +23,14 @@ from jaxpr_proto.codec.state import paused_gc
 from jaxpr_proto.compat import memo
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire import columns
 
 _PASSED = memo.memo()  # verdict key -> whether JAX's type rules were among the checks passed
 # Messages past this size are not remembered: hashing them would cost a copy.
 PASSED_MAX_BYTES = 64 << 20
+_WARM = memo.memo(max_entries=64)  # verdict key -> (columns by jaxpr, decoded entries by table)
+WARM_MAX_BYTES = 1 << 20
+_SHARED_TABLES = ("avals", "primitives", "tracebacks", "name_stacks", "source_infos", "contexts")
 
 
 class _RaiseFirst:
@@ -58,14 +65,14 @@ def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
     raise ValueError(f"unresolved must be 'error' or 'placeholder', not {unresolved!r}")
   placeholders = unresolved == "placeholder"
   # (arrays outside the message, or callbacks bound for one load, are not in the key)
-  key = None
-  if source is None and not callbacks and m.ByteSize() <= PASSED_MAX_BYTES:
+  key, size = None, m.ByteSize()
+  if source is None and not callbacks and size <= PASSED_MAX_BYTES:
     digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
     key = (digest, trust_pickled_code, placeholders, names.generation(), memo.context_key())
   with paused_gc():
     passed = _PASSED.get(key) if key is not None else None
     if passed is not None and passed >= typecheck:
-      return _decode_passed(m, trust_pickled_code, placeholders)
+      return _decode_passed(m, key, size <= WARM_MAX_BYTES, trust_pickled_code, placeholders)
     out = checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck,
                       source=source, callbacks=callbacks, trust_pickled_code=trust_pickled_code,
                       placeholders=placeholders)
@@ -74,12 +81,26 @@ def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
   return out
 
 
-def _decode_passed(m: pb.Module, trust_pickled_code: bool, placeholders: bool):
+def _decode_passed(m: pb.Module, key, keep_warm: bool, trust_pickled_code: bool,
+                   placeholders: bool):
   """`checker.run`'s result for a Module that passed its checks before: the
-  same decoding, without them."""
+  same decoding, without them (from `_WARM`'s start, kept if `keep_warm`)."""
   dec = _decoder.Decoder(m, None, None, trust_pickled_code, placeholders)
+  warm = _WARM.get(key)
+  if warm is not None:
+    cols, tables = warm
+    dec.columns = dict(cols)  # (the decoder takes them out as it goes; it only reads them)
+    for table, entries in tables.items():
+      dec.state.decoded[table].update(entries)
+  elif keep_warm:
+    cols = {i: columns.of(j) for i, j in enumerate(m.jaxprs)}
+    dec.columns = dict(cols)
   with _decoder.refusing(lambda: dec.state.where):  # (cannot fail: it did not before)
     root = dec.closed_jaxpr(m.root, "")
     trees = check_function(m, dec, root, _RaiseFirst()) if m.HasField("function") else None
   dec.state.calls.clear()  # (kept for the param checks, which passed)
+  if warm is None and keep_warm:
+    # (not avals with symbolic dims: they belong to the load's own symbolic scope)
+    shared = _SHARED_TABLES if dec.state.symbolic_scope is None else _SHARED_TABLES[1:]
+    _WARM.put(key, (cols, {t: dict(dec.state.decoded[t]) for t in shared}))
   return dec, root, trees

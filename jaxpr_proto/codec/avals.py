@@ -8,6 +8,7 @@ import numpy as np
 from jaxpr_proto import compat
 from jaxpr_proto.codec import sharding
 from jaxpr_proto.codec.dtypes import decode_dtype, encode_dtype
+from jaxpr_proto.compat import memo
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -29,10 +30,23 @@ def encode_aval(enc, a, path) -> pb.Aval:
   raise EncodeError(f"unsupported abstract value {a} ({type(a).__qualname__})", path)
 
 
+# (ShapedArray message's bytes, JAX's configuration) -> its aval, for those
+# without symbolic dims (which mean what the module's scope says): avals are
+# immutable, and shared from load to load as JAX shares them between eqns.
+_SHAPED = memo.memo()
+
+
 def decode_aval(dec, msg: pb.Aval, path: str):
   kind = msg.WhichOneof("kind")
   if kind == "shaped_array":
-    return _decode_shaped_array(dec, msg.shaped_array, path)
+    sa = msg.shaped_array
+    key = (sa.SerializeToString(deterministic=True), memo.context_key())
+    aval = _SHAPED.get(key)
+    if aval is None:
+      aval = _decode_shaped_array(dec, sa, path)
+      if not any(d.HasField("symbolic") for d in sa.shape):
+        _SHAPED.put(key, aval)
+    return aval
   if kind == "token":
     return compat.abstract_token
   if kind == "ref":

@@ -104,7 +104,11 @@ def make_traceback(frames: Sequence[Frame]) -> Traceback | None:
 def make_tracebacks(
     frame_lists: Sequence[Sequence[Frame]]) -> list[Traceback | None]:
   """`make_traceback` for many frame lists at once (one worker round trip)."""
-  keys = [_key(frames) for frames in frame_lists]
+  return _interned([_key(frames) for frames in frame_lists])
+
+
+def _interned(keys: list[tuple[Frame, ...]]) -> list[Traceback | None]:
+  """The Tracebacks of frame lists already in `_key`'s form."""
   with _cache_lock:
     found = {k: _cache[k] for k in keys if k in _cache}
   missing = list(dict.fromkeys(k for k in keys if k and k not in found))
@@ -186,16 +190,19 @@ def _decode_traceback(dec, i: int, path: str):
   done = dec.state.decoded["tracebacks"]
   if not done:  # all at once: the builder is fastest in batches
     entry = dec.state.entry
-    lists = []
-    for k, msg in enumerate(dec.m.tracebacks):
-      fl = []
-      for j in msg.frames:
-        f = entry("frames", j, "frame", f"tracebacks[{k}]")
-        fl.append((entry("strings", f.file, "string", f"frames[{j}]"),
-                   entry("strings", f.function, "string", f"frames[{j}]"),
-                   f.line, f.column, f.end_line, f.end_column))
-      lists.append(fl)
-    done.update(enumerate(make_tracebacks(lists)))
+    frames: dict[int, Frame] = {}  # (tracebacks share frames)
+
+    def frame(j, k):
+      f = frames.get(j)
+      if f is None:
+        msg = entry("frames", j, "frame", f"tracebacks[{k}]")
+        f = frames[j] = (entry("strings", msg.file, "string", f"frames[{j}]"),
+                         entry("strings", msg.function, "string", f"frames[{j}]"),
+                         msg.line, msg.column, msg.end_line, msg.end_column)
+      return f
+    keys = [tuple(frame(j, k) for j in msg.frames[:MAX_FRAMES])  # (`_key`'s form: strs, ints)
+            for k, msg in enumerate(dec.m.tracebacks)]
+    done.update(enumerate(_interned(keys)))
   tb = done.get(i)
   if tb is None:
     dec.state.entry("tracebacks", i, "traceback", path)

@@ -59,8 +59,9 @@ _MISSING = object()
 _MEMOS: list[Memo] = []
 
 
-def memo() -> Memo:
-  m = Memo()
+def memo(max_entries: int = MAX_ENTRIES) -> Memo:
+  """A Memo that `clear_all` (jp.clear_caches) empties."""
+  m = Memo(max_entries)
   _MEMOS.append(m)
   return m
 
