@@ -6,7 +6,13 @@ For each program (the demo's MLP training step, and the gradient of a
 transformer block) it prints encode/decode time and bytes of .jaxpb, the time
 of re-tracing with jax.make_jaxpr (caches cleared, as in a fresh process),
 jax.export's serialize/deserialize time and bytes, pickle of the decoded
-ClosedJaxpr (which goes through .jaxpb), and the ratios between them.
+ClosedJaxpr (which goes through .jaxpb), and the ratios between them. Decoding
+is timed four ways: cold (jaxpr_proto's memos cleared too, as in a fresh
+process), warm (bytes not loaded before, the memos of checking kept), again
+(the same bytes, which passed the checks before: see check.loading) and
+trusted (typecheck=False, cold); and beside them the floor: JAX's own
+constructors and check_jaxpr on the same program, which any decoder that
+returns a type-checked jaxpr spends at least.
 
 Then a chain of elementwise eqns at each size of --eqns: eqns per second of
 `jp.dumps` and of `jp.loads(typecheck=False)`, and the time per eqn against
@@ -19,6 +25,7 @@ process, their time and peak resident memory (ru_maxrss) above the data.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import pickle
 import statistics
@@ -32,6 +39,9 @@ import jax
 import jax.numpy as jnp
 
 import jaxpr_proto as jp
+from jaxpr_proto import compat
+
+_loading = importlib.import_module("jaxpr_proto.check.loading")  # (jp.check shadows the package)
 
 
 def _best(fn, repeat):
@@ -98,14 +108,22 @@ def bench(name, fn, args, repeat):
     jp.clear_caches()  # as make_jaxpr's jax.clear_caches(): as in a fresh process
     return jp.loads(data, **kw)
 
+  def new_file_loads():
+    _loading.forget_passed()  # as for bytes not loaded before; the memos of checking kept
+    return jp.loads(data)
+
   t_dec, _, cj2 = _best(cold_loads, repeat)
-  t_warm, _, _ = _best(lambda: jp.loads(data), repeat)
+  t_warm, _, _ = _best(new_file_loads, repeat)
+  jp.loads(data)
+  t_again, _, cj3 = _best(lambda: jp.loads(data), repeat)
   t_dec_trusted, _, _ = _best(lambda: cold_loads(typecheck=False), repeat)
-  assert str(cj2) == str(cj)
+  assert str(cj2) == str(cj) == str(cj3)
+  t_floor, _, _ = _best(lambda: floor(cj), repeat)
   t_pdump, _, pdata = _best(lambda: pickle.dumps(cj2), repeat)
   t_pload, _, _ = _best(lambda: pickle.loads(pdata), repeat)
 
-  exported = jax.export.export(jax.jit(fn))(*args)
+  t_export, _, exported = _best(lambda: jax.clear_caches() or jax.export.export(jax.jit(fn))(*args),
+                                repeat)
   t_ser, _, ser = _best(exported.serialize, repeat)
   t_deser, _, _ = _best(lambda: jax.export.deserialize(ser), repeat)
   n_eqns = sum(1 for _ in _all_eqns(cj.jaxpr))
@@ -113,19 +131,56 @@ def bench(name, fn, args, repeat):
   ms = lambda t: f"{t * 1e3:8.2f} ms"
   print(f"\n== {name}: {len(cj.jaxpr.eqns)} top-level eqns, {n_eqns} in all")
   print(f"  jaxpr-proto   encode {ms(t_enc)}   decode {ms(t_dec)}   {len(data):8d} bytes")
-  print(f"  (warm)                           decode {ms(t_warm)}   jaxpr_proto's memos kept from the last load")
+  print(f"  (warm)                           decode {ms(t_warm)}   bytes not loaded before; the memos of checking kept")
+  print(f"  (again)                          decode {ms(t_again)}   the same bytes again: checked before")
   print(f"  (trusted)                        decode {ms(t_dec_trusted)}   typecheck=False")
+  print(f"  floor                            {ms(t_floor)}   JAX's constructors and check_jaxpr alone")
   print(f"  make_jaxpr    trace  {ms(t_trace)}   (caches cleared)")
-  print(f"  jax.export    serial {ms(t_ser)}   deser  {ms(t_deser)}   {len(ser):8d} bytes")
+  print(f"  jax.export    serial {ms(t_ser)}   deser  {ms(t_deser)}   {len(ser):8d} bytes   "
+        f"(export itself {ms(t_export)}, caches cleared)")
   print(f"  pickle        dumps  {ms(t_pdump)}   loads  {ms(t_pload)}   {len(pdata):8d} bytes")
   print(f"  ratios: re-trace/decode {t_trace / t_dec:6.1f}x (warm {t_trace / t_warm:5.1f}x, "
-        f"trusted {t_trace / t_dec_trusted:5.1f}x)   "
-        f"(dumps+loads)/(export serialize+deserialize) {(t_enc + t_dec) / (t_ser + t_deser):5.1f}x   "
+        f"again {t_trace / t_again:5.1f}x, trusted {t_trace / t_dec_trusted:5.1f}x, "
+        f"floor {t_trace / t_floor:5.1f}x)   "
+        f"(dumps+loads)/(export serialize+deserialize) {(t_enc + t_dec) / (t_ser + t_deser):5.1f}x "
+        f"(again {(t_enc + t_again) / (t_ser + t_deser):5.1f}x)   "
         f"export-deser/decode {t_deser / t_dec:6.2f}x   "
         f"export-bytes/jaxpb-bytes {len(ser) / len(data):5.2f}x   "
         f"pickle-bytes/jaxpb-bytes {len(pdata) / len(data):5.2f}x")
   return dict(name=name, encode=t_enc, decode=t_dec, bytes=len(data), trace=t_trace,
               export_ser=t_ser, export_deser=t_deser, export_bytes=len(ser))
+
+
+def floor(cj):
+  """What any decoder that hands back a checked jaxpr spends at least: the
+  same jaxprs built afresh with JAX's constructors (params, avals and
+  source info reused, not decoded), and JAX's own type check of them."""
+  from jax.extend.core import ClosedJaxpr, Jaxpr, Literal, Var
+  core = compat.core
+
+  def rebuild(j):
+    env = {}
+    def new(v):
+      env[v] = Var(v.aval)
+      return env[v]
+    def use(a):
+      return Literal(a.val, a.aval) if isinstance(a, Literal) else env[a]
+    constvars, invars = [new(v) for v in j.constvars], [new(v) for v in j.invars]
+    eqns = [core.new_jaxpr_eqn([use(a) for a in e.invars], [new(v) for v in e.outvars],
+                               e.primitive, {k: param(p) for k, p in e.params.items()},
+                               e.effects, e.source_info, e.ctx) for e in j.eqns]
+    return Jaxpr(constvars, invars, [use(a) for a in j.outvars], eqns, j.effects, j.debug_info)
+
+  def param(p):
+    if isinstance(p, ClosedJaxpr):
+      return ClosedJaxpr(rebuild(p.jaxpr), p.consts)
+    if isinstance(p, Jaxpr):
+      return rebuild(p)
+    return tuple(map(param, p)) if type(p) is tuple else p
+
+  out = ClosedJaxpr(rebuild(cj.jaxpr), cj.consts)
+  core.check_jaxpr(out.jaxpr)
+  return out
 
 
 def _all_eqns(jaxpr):
@@ -216,6 +271,9 @@ PEAK_SCRIPT = textwrap.dedent("""
     import resource, sys, threading, time
     import numpy as np, jax, jax.numpy as jnp
     import jaxpr_proto as jp
+from jaxpr_proto import compat
+
+_loading = importlib.import_module("jaxpr_proto.check.loading")  # (jp.check shadows the package)
     path, what, nbytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
     def rss():  # resident now
       with open("/proc/self/statm") as f:

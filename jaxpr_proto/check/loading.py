@@ -33,6 +33,12 @@ WARM_MAX_BYTES = 1 << 20
 _SHARED_TABLES = ("avals", "primitives", "tracebacks", "name_stacks", "source_infos", "contexts")
 
 
+def forget_passed() -> None:
+  """Forgets the Modules that passed (benchmarks: a first load, memos kept)."""
+  _PASSED.clear()
+  _WARM.clear()
+
+
 class _RaiseFirst:
   """The `err` of checker.run for loading: raises the first problem, as the
   exception the stage found where there is one."""
