@@ -89,6 +89,19 @@ def test_collects_all_structure_errors(m):
     assert want in paths, (want, r)
 
 
+def test_operands_and_binders_of_no_kind(m):
+  j = _root(m)
+  k = next(k for k, e in enumerate(j.eqns) if e.invars and e.invars[0].HasField("var"))
+  j.eqns[k].invars[0].Clear()
+  j.eqns[-1].outvars[0].Clear()
+  r = jp.check(m)
+  assert (f"eqn[{k}].invars[0]", "empty operand") in r.errors
+  assert (f"eqn[{len(j.eqns) - 1}].outvars[0]", "empty output binder") in r.errors
+  with pytest.raises(jp.DecodeError, match="empty operand") as e:
+    jp.loads(m.SerializeToString())
+  assert e.value.path == f"eqn[{k}].invars[0]"
+
+
 def test_structure_paths_reach_into_sub_jaxprs(m):
   branch = next(p for p in m.params if p.name == "branches")
   sub = m.jaxprs[m.closed_jaxprs[branch.value.tuple.items[1].closed_jaxpr].jaxpr]

@@ -6,12 +6,20 @@ this stage lists them all, with the paths the decoder would give them.
 """
 from __future__ import annotations
 
-import numpy as np
+import bisect
+import itertools
+import operator
+
 
 from jaxpr_proto import compat
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.codec.state import MAX_DEPTH
 from jaxpr_proto.wire import columns, walk
+
+def _eqn_of(counts):
+  """The eqn of each entry of a column that `counts` entries per eqn."""
+  return itertools.chain.from_iterable(map(itertools.repeat, itertools.count(), counts))
+
 
 class Structure:
   """Checks references, SSA and define-before-use on the message alone."""
@@ -139,16 +147,18 @@ class Structure:
     m = self.m
     self._eqn_refs: dict[int, list] = {}
     self.columns: dict[int, columns.Columns] = {}  # of each jaxpr whose columns are consistent
+    names = self._param_names()
     for i, j in enumerate(m.jaxprs):
       try:
         c = self.columns[i] = columns.of(j)
       except DecodeError:
         continue  # told by `jaxpr`
       # (a param's path is that of its first use: later uses reach nothing new)
-      qs, at = np.unique(np.asarray(c.params, dtype=np.int64), return_index=True)
-      first = sorted(zip(at.tolist(), qs.tolist()))  # (position in params, param), in order
-      eqn_of = np.repeat(np.arange(c.n), c.param_count)
-      self._eqn_refs[i] = [(("p", q), int(eqn_of[pos]), m.params[q].name) for pos, q in first
+      ps = c.params
+      first = dict(zip(reversed(ps), range(len(ps) - 1, -1, -1)))  # param -> its first position
+      ends = list(itertools.accumulate(c.param_count))  # eqn k's params end before ends[k]
+      self._eqn_refs[i] = [(("p", q), bisect.bisect_right(ends, pos), names[q])
+                           for pos, q in sorted((pos, q) for q, pos in first.items())
                            if 0 <= q < self.n["params"]]
     paths = self.paths
     self.param_paths: dict[int, str] = {}
@@ -228,16 +238,17 @@ class Structure:
     for k, v in enumerate(j.invars):
       define(v, f"{prefix}invars[{k}]")
     eqns = j.eqns
+    c = self.columns.get(i)
     if j.HasField("columns"):
       if j.eqns:
         err(f"{prefix}columns", f"a jaxpr with {len(j.eqns)} eqns and columns too")
-      c = self.columns.get(i)
       if c is None:
         collect(columns.of, j, prefix)  # tells why
         eqns = ()
-      elif self._fast_columns(node, scope.vars, c, prefix):
+    if c is not None:
+      if self._fast_columns(node, scope.vars, c, prefix):
         eqns = ()
-      else:  # checked eqn by eqn, to report each problem at its path
+      elif j.HasField("columns"):  # checked eqn by eqn, to report each problem at its path
         eqns = columns.as_eqns(j, prefix)
     fast = self._fast_eqn(node, scope.vars, prefix)
     for k, e in enumerate(eqns):
@@ -272,42 +283,38 @@ class Structure:
     effects(j.effects, f"{prefix}effects")
 
   def _fast_columns(self, node, defined, c: columns.Columns, prefix: str) -> bool:
-    """The checks of `jaxpr` for eqns in columns, column by column: True when
-    they all passed (their variables now defined in `defined`), else False,
-    to check them eqn by eqn, which reports what is wrong (nothing is left
-    done here then)."""
+    """The checks of `jaxpr` for its eqns (in either form, read as columns),
+    column by column: True when they all passed (their variables now
+    defined in `defined`), else False, to check them eqn by eqn, which
+    reports what is wrong (nothing is left done here then)."""
     n = self.n
-    if c.effects:
+    if c.effects or c.unset:
       return False
     for col, size in ((c.primitive, n["primitives"]), (c.name_stack, n["name_stacks"]),
                       (c.context, n["contexts"]), (c.traceback, max(n["tracebacks"], 1)),
                       (c.params, n["params"]), (c.result_avals, n["avals"])):
       if col and max(col) >= size:
         return False
-    if any(not 0 <= lit.aval < n["avals"] or not lit.HasField("value") for lit in c.literals):
+    if any(lit.aval >= n["avals"] or not lit.HasField("value") for lit in c.literals):
       return False
     if c.params and max(c.param_count) > 1:  # no eqn has two params of one name
-      names = self._param_names()
-      eqn_of = np.repeat(np.arange(c.n, dtype=np.int64), c.param_count)
-      pairs = eqn_of * (int(names.max()) + 1) + names[np.asarray(c.params, dtype=np.int64)]
-      if len(np.unique(pairs)) != len(pairs):
-        return False
-    # SSA, and each variable defined before its use (ids + 1 in the columns)
-    eqn_of_result = np.repeat(np.arange(c.n, dtype=np.int64), c.result_count)
-    results = np.asarray(c.results, dtype=np.int64)
-    bound = results != 0
-    ids = np.concatenate([np.fromiter(defined, np.int64, len(defined)) + 1, results[bound]])
-    at = np.concatenate([np.full(len(defined), -1, np.int64), eqn_of_result[bound]])
-    order = np.argsort(ids, kind="stable")
-    ids, at = ids[order], at[order]
-    if len(ids) > 1 and (ids[1:] == ids[:-1]).any():
+      names, q = self._param_names(), 0
+      for count in c.param_count:
+        if count > 1 and len({names[p] for p in c.params[q:q + count]}) != count:
+          return False
+        q += count
+    # SSA, and each variable defined before its use (ids + 1 in the columns; 0,
+    # a literal operand or a dropped output, is defined before every eqn).
+    # Iterators of builtins, no Python loop: this runs over every eqn.
+    ops, results = c.operands, c.results
+    before = {v + 1 for v in defined}
+    bound = list(filter(None, results))
+    if len(set(bound)) != len(bound) or not before.isdisjoint(bound):
       return False
-    ops = np.asarray(c.operands, dtype=np.int64)
-    used = ops != 0
-    users = np.repeat(np.arange(c.n, dtype=np.int64), c.operand_count)[used]
-    ops = ops[used]
-    pos = np.minimum(np.searchsorted(ids, ops), max(len(ids) - 1, 0))
-    if len(ops) and (not len(ids) or (ids[pos] != ops).any() or (at[pos] >= users).any()):
+    at = dict(zip(results, _eqn_of(c.result_count)))  # variable -> the eqn defining it
+    at.update(dict.fromkeys(before, -1))
+    at[0] = -1
+    if not all(map(operator.lt, map(at.get, ops, itertools.repeat(c.n)), _eqn_of(c.operand_count))):
       return False
     edges = self.edges.setdefault(node, {})
     for p in set(c.params):
@@ -317,21 +324,22 @@ class Structure:
     for a in set(c.result_avals):
       edges.setdefault(("a", a), "")
     if c.literals:
-      eqn_of_op = np.repeat(np.arange(c.n, dtype=np.int64), c.operand_count)
-      starts = np.concatenate([[0], np.cumsum(c.operand_count)[:-1]]).astype(np.int64)
-      for lit, q in zip(c.literals, np.flatnonzero(np.asarray(c.operands) == 0).tolist()):
-        k = int(eqn_of_op[q])
-        edges.setdefault(("a", lit.aval), "")
-        self.values(node, lit.value, f"{prefix}eqn[{k}].invars[{q - int(starts[k])}]")
-    defined.update(dict.fromkeys((results[bound] - 1).tolist()))
+      lits = iter(c.literals)
+      o = 0
+      for k, n_ops in enumerate(c.operand_count):
+        for q, x in enumerate(ops[o:o + n_ops]):
+          if not x:
+            lit = next(lits)
+            edges.setdefault(("a", lit.aval), "")
+            self.values(node, lit.value, f"{prefix}eqn[{k}].invars[{q}]")
+        o += n_ops
+    defined.update(dict.fromkeys(map(operator.sub, bound, itertools.repeat(1))))
     return True
 
   def _param_names(self):
-    """Per entry of Module.params, a number for its name."""
+    """The name of each entry of Module.params."""
     if self._names is None:
-      ids: dict[str, int] = {}
-      self._names = np.array([ids.setdefault(p.name, len(ids)) for p in self.m.params] or [0],
-                             dtype=np.int64)
+      self._names = [p.name for p in self.m.params]
     return self._names
 
   def _fast_eqn(self, node, defined, prefix):

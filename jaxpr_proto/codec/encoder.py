@@ -152,6 +152,7 @@ class Encoder:
     first, and the error paths are built only on the slow paths."""
     st = self.state
     c = columns.Columns()
+    c.unset = False
     prim_col, opc, ops, lits = c.primitive, c.operand_count, c.operands, c.literals = [], [], [], []
     resc, res, res_avals = c.result_count, c.results, c.result_avals = [], [], []
     parc, pars, effs = c.param_count, c.params, c.effects = [], [], {}

@@ -20,11 +20,16 @@ _PER_EQN = ("primitive", "operand_count", "result_count", "param_count",
 
 class Columns:
   """The eqns of one jaxpr as lists: the fields of EqnColumns, with
-  `effects` as {eqn index: its Effect messages}, and `n` eqns."""
+  `effects` as {eqn index: its Effect messages}, and `n` eqns. `unset`:
+  some eqn message has an operand or output binder of no kind (read as a
+  literal or a dropped output here; the checker's structure stage refuses it)."""
 
   __slots__ = ("n", "primitive", "operand_count", "operands", "literals", "result_count",
                "results", "result_avals", "param_count", "params", "traceback",
-               "name_stack", "context", "effects")
+               "name_stack", "context", "effects", "unset")
+
+
+_LISTS = Columns.__slots__[1:-2]  # the fields that are lists of EqnColumns' own
 
 
 def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
@@ -34,10 +39,10 @@ def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
   c = Columns()
   if j.HasField("columns"):
     m = j.columns
-    for f in Columns.__slots__[1:-1]:
+    for f in _LISTS:
       setattr(c, f, list(getattr(m, f)))
     c.n = len(c.primitive)
-    c.effects = {}
+    c.effects, c.unset = {}, False
     where = f"{prefix}columns"
     for f in _PER_EQN:
       if len(getattr(c, f)) != c.n:
@@ -64,6 +69,7 @@ def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
   c.operand_count, c.operands, c.literals = [], [], []
   c.result_count, c.results, c.result_avals = [], [], []
   c.param_count, c.params, c.effects = [], [], {}
+  kinds = set()
   for k, e in enumerate(eqns):
     c.primitive.append(e.primitive)
     c.traceback.append(e.traceback)
@@ -72,24 +78,29 @@ def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
     ins = e.invars
     c.operand_count.append(len(ins))
     for a in ins:
-      if a.WhichOneof("kind") == "var":
+      kind = a.WhichOneof("kind")
+      if kind == "var":
         c.operands.append(a.var + 1)
       else:
+        kinds.add(kind)
         c.operands.append(0)
         c.literals.append(a.literal)
     outs = e.outvars
     c.result_count.append(len(outs))
     for b in outs:
-      if b.WhichOneof("kind") == "var":
+      kind = b.WhichOneof("kind")
+      if kind == "var":
         c.results.append(b.var.id + 1)
         c.result_avals.append(b.var.aval)
       else:
+        kinds.add(kind)
         c.results.append(0)
         c.result_avals.append(b.drop.aval)
     c.param_count.append(len(e.params))
     c.params.extend(e.params)
     if e.effects:
       c.effects[k] = list(e.effects)
+  c.unset = None in kinds
   return c
 
 
@@ -106,7 +117,7 @@ def write(msg: pb.Jaxpr, c: Columns) -> bool:
     msg.eqns.extend(_eqn_messages(c))
     return False
   out = msg.columns
-  for f in Columns.__slots__[1:-1]:
+  for f in _LISTS:
     getattr(out, f).extend(getattr(c, f))
   for k in sorted(c.effects):
     out.effects.add(eqn=k, effects=c.effects[k])
