@@ -271,9 +271,6 @@ PEAK_SCRIPT = textwrap.dedent("""
     import resource, sys, threading, time
     import numpy as np, jax, jax.numpy as jnp
     import jaxpr_proto as jp
-from jaxpr_proto import compat
-
-_loading = importlib.import_module("jaxpr_proto.check.loading")  # (jp.check shadows the package)
     path, what, nbytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
     def rss():  # resident now
       with open("/proc/self/statm") as f:
