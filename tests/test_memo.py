@@ -113,3 +113,38 @@ def test_context_key_follows_the_configuration():
   with jax.enable_x64(not jax.config.jax_enable_x64):
     assert memo.context_key() != outside
   assert memo.context_key() == outside
+
+
+def test_identity_is_unique_among_live_objects():
+  objs = [{} for _ in range(20_000)] + [object() for _ in range(20_000)]
+  assert len({memo.identity(x) for x in objs}) == len(objs)
+
+
+def test_the_eqn_loops_call_no_id(tmp_path):
+  """id() raises an audit event, which a library's audit hook (filelock's on
+  Python >= 3.12) makes ten times dearer: the loops over every eqn use
+  memo.identity. Counted in a fresh process (an audit hook stays for life)."""
+  import subprocess
+  import sys
+  script = """
+import sys
+import jax, jax.numpy as jnp
+import jaxpr_proto as jp
+def f(x):
+  for k in range(300):
+    x = jnp.sin(x) * (k + 1.0)
+  return x
+cj = jax.make_jaxpr(f)(1.0)
+data = jp.dumps(cj)
+jp.loads(data)
+count = [0]
+def hook(event, args):
+  if event == "builtins.id":
+    count[0] += 1
+sys.addaudithook(hook)
+jp.loads(jp.dumps(cj))
+print(count[0])
+"""
+  out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                       env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"})
+  assert int(out.stdout.split()[-1]) < 100  # not one or more per eqn (600 of them)

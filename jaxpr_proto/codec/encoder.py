@@ -15,6 +15,7 @@ from jaxpr_proto._version import __version__
 from jaxpr_proto.codec import avals, effects, param_codecs, sharding, tracebacks, values
 from jaxpr_proto.codec.names import REGISTRY
 from jaxpr_proto.codec.state import EncodeState, paused_gc
+from jaxpr_proto.compat import memo as _memo
 from jaxpr_proto.compat.change import same_value
 from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
@@ -157,15 +158,16 @@ class Encoder:
     resc, res, res_avals = c.result_count, c.results, c.result_avals = [], [], []
     parc, pars, effs = c.param_count, c.params, c.effects = [], [], {}
     tb_col, ns_col, ctx_col = c.traceback, c.name_stack, c.context = [], [], []
-    memo = st.by_id  # id(object) -> its index (or param indices); the objects are kept
+    memo = st.by_id  # identity(object) -> its index (or param indices); the objects are kept
+    identity = _memo.identity
     keep = st.keep
     tb_seen = st.interned["tracebacks"]
     debug = st.debug_info
     for k, e in enumerate(eqns):
       p = e.primitive
-      i = memo.get(id(p))
+      i = memo.get(identity(p))
       if i is None:
-        i = memo[id(p)] = self.primitive(p, f"{prefix}eqn[{k}]")
+        i = memo[identity(p)] = self.primitive(p, f"{prefix}eqn[{k}]")
       prim_col.append(i)
       ins = e.invars
       opc.append(len(ins))
@@ -179,9 +181,9 @@ class Encoder:
           raise EncodeError(f"variable {x} is used before it is defined", f"{prefix}eqn[{k}].invars[{j}]")
         ops.append(i + 1)
       ps = e.params
-      q = memo.get(id(ps))
+      q = memo.get(identity(ps))
       if q is None:
-        q = memo[id(ps)] = param_codecs.encode_params(self, e, f"{prefix}eqn[{k}]")
+        q = memo[identity(ps)] = param_codecs.encode_params(self, e, f"{prefix}eqn[{k}]")
         keep.append(ps)
       parc.append(len(q))
       pars.extend(q)
@@ -194,26 +196,26 @@ class Encoder:
         i = tb_seen.get(tb) if tb is not None else 0
         tb_col.append(i if i is not None else tracebacks.encode_traceback(self, tb))
         ns = si.name_stack
-        i = memo.get(id(ns))
+        i = memo.get(identity(ns))
         if i is None:
-          i = memo[id(ns)] = tracebacks.encode_name_stack(self, ns)
+          i = memo[identity(ns)] = tracebacks.encode_name_stack(self, ns)
           keep.append(ns)
         ns_col.append(i)
       else:
         tb_col.append(0)
         ns_col.append(0)
       ctx = e.ctx
-      i = memo.get(id(ctx))
+      i = memo.get(identity(ctx))
       if i is None:
-        i = memo[id(ctx)] = self._intern_context(ctx)
+        i = memo[identity(ctx)] = self._intern_context(ctx)
       ctx_col.append(i)
       outs = e.outvars
       resc.append(len(outs))
       for j, v in enumerate(outs):
         a = v.aval
-        i = memo.get(id(a))
+        i = memo.get(identity(a))
         if i is None:
-          i = memo[id(a)] = self.aval(a, f"{prefix}eqn[{k}].outvars[{j}]")
+          i = memo[identity(a)] = self.aval(a, f"{prefix}eqn[{k}].outvars[{j}]")
           keep.append(a)
         res_avals.append(i)
         if isinstance(v, compat.DropVar):

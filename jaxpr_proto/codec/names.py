@@ -27,6 +27,7 @@ import sys
 import threading
 
 from jaxpr_proto import compat
+from jaxpr_proto.compat.memo import identity
 from jaxpr_proto.errors import EncodeError, Error, UnknownPrimitiveError
 
 
@@ -65,7 +66,7 @@ class NameTable:
       raise RegistryError(f"{self.what} {_show(name)} is already registered to {old!r}")
     note_change()
     self._objects[name] = obj
-    key = id(obj) if self._by_id else obj
+    key = identity(obj) if self._by_id else obj
     self._names.setdefault(key, name) if not replace else self._names.__setitem__(key, name)
     if self._by_id:
       self._keep.append(obj)
@@ -79,7 +80,7 @@ class NameTable:
 
   def _name(self, obj):
     try:
-      name = self._names.get(id(obj) if self._by_id else obj)
+      name = self._names.get(identity(obj) if self._by_id else obj)
     except TypeError:  # unhashable
       return None
     return name if name is None or not self._by_id or self._objects.get(name) is obj else None
@@ -101,7 +102,7 @@ class NameTable:
     note_change()
     obj = self._objects.pop(name, None)
     if obj is not None:
-      key = id(obj) if self._by_id else obj
+      key = identity(obj) if self._by_id else obj
       if self._names.get(key) == name:
         del self._names[key]
 

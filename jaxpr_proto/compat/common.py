@@ -368,9 +368,9 @@ def _check_eqn_memo(original):
     def key():
       # (eqns that the decoder gave one group's params share the dict: its key is made once)
       keys = _checked.params_keys
-      entry = keys.get(id(params))
-      if entry is None:
-        entry = keys[id(params)] = memo.params_key(params), params  # kept: its id stays its own
+      entry = keys.get(memo.identity(params))
+      if entry is None:  # (kept: its identity stays its own)
+        entry = keys[memo.identity(params)] = memo.params_key(params), params
       return prim, tuple(in_avals), entry[0], memo.context_key()
     out_avals, effs = _EQN_TYPES.lookup(key, typed)
     return list(out_avals), effs

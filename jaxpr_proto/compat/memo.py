@@ -22,6 +22,13 @@ from jax._src import config, core
 
 MAX_ENTRIES = 1 << 12
 
+# A key unique to each live object, as id(x), for the memos keyed by identity
+# in loops over every eqn: id() raises an audit event, which costs 10x more
+# where any library has installed an audit hook (filelock >= 4.3 does on
+# Python >= 3.12, and JAX imports it). CPython's object hash is the object's
+# address rotated by 4 bits: as unique as the address, and no event.
+identity = object.__hash__
+
 
 class Memo(dict):
   """A dict that empties itself when full: bounded, and simpler than an LRU
