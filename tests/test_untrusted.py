@@ -680,3 +680,19 @@ def test_jax_primitive_without_a_param_schema():
   m = jp.encode(jax.make_jaxpr(lambda x: -x)(1.0))
   m.primitives[_root(m).eqns[0].primitive].name = unchecked[0]
   _fails(m, match=f"primitive {unchecked[0]} has no param schema in jaxpr_proto", path="eqn[0]")
+
+
+def test_a_dtype_the_backend_cannot_compile_is_refused():
+  """float6: XLA cannot compile it on CPU or TPU, and a constant of it
+  (`x * 2`) aborts the process there; such a program is refused on load."""
+  from jaxpr_proto import compat
+  if jax.default_backend() not in compat.UNCOMPILABLE_DTYPES:
+    pytest.skip(f"float6 is not known to fail on {jax.default_backend()}")
+  f6 = np.zeros((8, 16), jnp.float6_e2m3fn)
+  data = jp.dumps(jax.make_jaxpr(lambda x: x * 2)(f6))
+  with pytest.raises(jp.DecodeError, match="float6_e2m3fn, which JAX .* cannot compile") as e:
+    jp.loads(data)
+  assert e.value.path == "invars[0](aval 0)"
+  assert jp.check(data).errors[0] == (e.value.path, e.value.message)
+  # a program without it still loads
+  jp.loads(jp.dumps(jax.make_jaxpr(lambda x: x * 2)(np.zeros(3, np.float32))))

@@ -84,6 +84,10 @@ def _decode_shaped_array(dec, msg: pb.ShapedArray, path: str):
     # and lowering then meets a float64 variable holding float32.
     raise DecodeError(f"the program uses {dtype}, which needs 64-bit types: enable "
                       "jax_enable_x64 (JAX_ENABLE_X64=1) before loading it", path)
+  backend = compat.backend_lacking(dtype)
+  if backend is not None:  # (it would fail to compile, or abort the process, there)
+    raise DecodeError(f"the program uses {dtype}, which JAX {jax.__version__} cannot compile "
+                      f"on this process's backend ({backend})", path)
   shape = tuple(_decode_dim(dec, d, path) for d in msg.shape)
   try:
     ms = _MS_INV[msg.memory_space]

@@ -87,6 +87,24 @@ def is_key_dtype(dtype) -> bool:
   return isinstance(dtype, prng.KeyTy)
 
 
+# Dtypes that JAX traces but XLA cannot compile on these backends: a program
+# computing with one fails to compile, and one with a constant of it (`x * 2`,
+# a reduction's zero, a Pallas interpreter's buffer) aborts the process
+# (XLA's literal conversion, for float6 in JAX 0.10-0.12: checked on CPU and
+# on a TPU v5e; GPU untested, so not listed).
+UNCOMPILABLE_DTYPES = {"cpu": frozenset({"float6_e2m3fn", "float6_e3m2fn"}),
+                       "tpu": frozenset({"float6_e2m3fn", "float6_e3m2fn"})}
+
+
+def backend_lacking(dtype) -> str | None:
+  """The default backend's name where it cannot compile `dtype`, else None
+  (the backend is only looked up for such a dtype)."""
+  if not any(dtype.name in names for names in UNCOMPILABLE_DTYPES.values()):
+    return None
+  backend = jax.default_backend()
+  return backend if dtype.name in UNCOMPILABLE_DTYPES.get(backend, ()) else None
+
+
 def key_impl_name(dtype) -> str:
   return dtype._impl.name
 
