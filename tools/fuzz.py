@@ -38,8 +38,9 @@ level, and judges it (`judge`):
   Pallas's TPU interpreter raises at run time as it is meant to
   (`kernel_out_of_bounds`: the values decide it, as for an original); nor a
   program that computes with a dtype this CPU backend cannot compile at all
-  (`backend_lacks_dtype`: float6 in JAX 0.10-0.12, where even `x + x`
-  fails), which another backend may run.
+  (`backend_lacks_dtype`), which another backend may run (float6 in JAX
+  0.10-0.12, where even `x + x` fails, is refused on load on CPU and TPU:
+  a constant of it aborts the process there).
 
     .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
