@@ -10,11 +10,11 @@ import bisect
 import itertools
 import operator
 
-
 from jaxpr_proto import compat
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.codec.state import MAX_DEPTH
 from jaxpr_proto.wire import columns, walk
+
 
 def _eqn_of(counts):
   """The eqn of each entry of a column that `counts` entries per eqn."""

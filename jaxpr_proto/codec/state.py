@@ -24,7 +24,7 @@ class EncodeState:
   debug_info: bool = True
   interned: dict[str, dict] = dataclasses.field(default_factory=lambda: collections.defaultdict(dict))
   keep: list = dataclasses.field(default_factory=list)  # interned objects, so their ids stay unique
-  by_id: dict = dataclasses.field(default_factory=dict)  # id(kept object) -> its index (the eqn loop's memo)
+  by_id: dict = dataclasses.field(default_factory=dict)  # memo.identity(kept object) -> its index (the eqn loop's memo)
   namespaces: set[str] = dataclasses.field(default_factory=set)  # of the primitives used
   features: set[str] = dataclasses.field(default_factory=set)  # Module.required_features
   rule_depth: int = 0  # custom_jvp rules being encoded inside one another
