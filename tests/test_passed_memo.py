@@ -133,3 +133,66 @@ def test_symbolic_dims_load_again_in_a_scope_of_their_own(runs):
   for again in loaded:
     assert str(again) == str(cj)
     assert jp.dumps(again) == data  # (its dims all of one scope, which encoding requires)
+
+
+def _literal_values(cj):
+  """The values of the literals of a ClosedJaxpr, its sub-jaxprs' and its
+  custom_jvp rules' jaxprs."""
+  from jaxpr_proto.codec import custom_rules
+  out, todo, seen = [], [cj.jaxpr], set()
+  while todo:
+    j = todo.pop()
+    if id(j) in seen:
+      continue
+    seen.add(id(j))
+    for e in j.eqns:
+      out.extend(a.val for a in e.invars if hasattr(a, "val"))
+      todo.extend(jax.extend.core.jaxprs_in_params(e.params))
+      rule = custom_rules.rule_of(e.params.get("jvp_jaxpr_fun"))
+      if rule is not None:
+        todo.append(rule.signature()[0].jaxpr)
+  return out
+
+
+def _with_a_jax_array_literal_in_its_rule(x):
+  """A program calling safe_log, and its bytes where the literal of its jvp
+  rule (max(x, 1e-3)) is a jax.Array, as JAX's own literals may be."""
+  from jaxpr_proto.v1 import jaxpr_pb2 as pb
+  from tests.corpus import safe_log
+  cj = jax.make_jaxpr(lambda x: safe_log(x * x + 1.0).sum())(x)
+  m = jp.encode(cj)
+  rule_jaxpr = m.jaxprs[m.closed_jaxprs[m.rules[0].jvp.jvp].jaxpr]
+  lits = [a.literal for e in rule_jaxpr.eqns for a in e.invars if a.HasField("literal")]
+  assert len(lits) == 1
+  lits[0].value.array.kind = pb.ARRAY_KIND_JAX
+  return cj, m.SerializeToString()
+
+
+def test_a_rule_decoded_while_jax_traces_holds_no_tracers(runs):
+  """A loaded program's custom_jvp rule is decoded at its first use where
+  loading skips the checks (they decode every rule at once), and JAX uses
+  it while tracing (a compiled gradient): its literals stay values, not
+  tracers that the compiled program would take as inputs."""
+  from jax.extend.core import jaxpr_as_fun
+  x = np.linspace(0.1, 1, 4, dtype=np.float32)
+  cj, data = _with_a_jax_array_literal_in_its_rule(x)
+  want = jax.jit(jax.grad(lambda x: jaxpr_as_fun(cj)(x)[0]))(x)
+  for _ in range(3):  # checked, then twice without the checks
+    got = jp.loads(data)
+    compiled = jax.jit(jax.grad(lambda x: jaxpr_as_fun(got)(x)[0])).lower(x).compile()
+    np.testing.assert_array_equal(np.asarray(compiled(x)), np.asarray(want))
+    assert not any(isinstance(v, jax.core.Tracer) for v in _literal_values(got))
+  assert runs[0] == 1
+
+
+def test_loading_inside_a_trace_makes_no_tracers(runs):
+  x = np.linspace(0.1, 1, 4, dtype=np.float32)
+  _, data = _with_a_jax_array_literal_in_its_rule(x)
+  loaded = []
+
+  @jax.jit
+  def f(x):
+    loaded.append(jp.loads(data))
+    return jax.extend.core.jaxpr_as_fun(loaded[-1])(x)[0]
+  f(x)
+  assert not any(isinstance(v, jax.core.Tracer) for v in _literal_values(loaded[0]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 
+from jaxpr_proto import compat
 from jaxpr_proto.check import checker
 from jaxpr_proto.check.signature import check_function
 from jaxpr_proto.codec import decoder as _decoder
@@ -75,7 +76,7 @@ def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
   if source is None and not callbacks and size <= PASSED_MAX_BYTES:
     digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
     key = (digest, trust_pickled_code, placeholders, names.generation(), memo.context_key())
-  with paused_gc():
+  with paused_gc(), compat.eval_context():  # (loading inside a trace makes no tracers)
     passed = _PASSED.get(key) if key is not None else None
     if passed is not None and passed >= typecheck:
       return _decode_passed(m, key, size <= WARM_MAX_BYTES, trust_pickled_code, placeholders)

@@ -734,9 +734,15 @@ _COLLECTIVES = {"ppermute": _ppermute, "all_gather": _axis_size, "reduce_scatter
 
 
 def _threefry2x32(eqn, **_):
-  """Its two key words have one shape, as have its two count words (the
-  lowering's loop carries them rotated; the shape rule, which broadcasts a
-  scalar, lets a key pair of () and (2,) through)."""
+  """Four operands (two key words, two count words: the shape rule takes any
+  number, and the lowering takes a fifth for its keyword use_rolled_loops),
+  the two key words of one shape, as the two count words (the lowering's
+  loop carries them rotated; the shape rule, which broadcasts a scalar,
+  lets a key pair of () and (2,) through)."""
+  if len(eqn.invars) != 4 or len(eqn.outvars) != 2:
+    yield None, (f"threefry2x32 takes 4 operands and gives 2 results, not "
+                 f"{len(eqn.invars)} and {len(eqn.outvars)}")
+    return
   shapes = [tuple(x.aval.shape) for x in eqn.invars]
   for what, (a, b) in (("key", shapes[0:2]), ("count", shapes[2:4])):
     if a != b:

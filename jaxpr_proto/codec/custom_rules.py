@@ -245,6 +245,14 @@ def _decoded_rule_key(fun, param):
 compat.memo.register_keyer(compat.WrappedFun, _decoded_rule_key)
 
 
+def _saved(rule, field: str):
+  """A decoded rule's saved jaxpr `field`, decoded at its first use, outside
+  any trace: JAX asks for it while tracing (a vjp of the program), and
+  decoding there would make the arrays of its literals part of that trace."""
+  with compat.eval_context():
+    return rule._dec.closed_jaxpr(getattr(rule._msg, field), f"{rule._path}.{field}")
+
+
 class JvpRule:
   """A decoded custom_jvp rule; `thunk` is the eqn's `jvp_jaxpr_fun`."""
 
@@ -266,12 +274,12 @@ class JvpRule:
     saved as not traceable."""
     if self._msg.trace_error:
       return None
-    return self._dec.closed_jaxpr(self._msg.jvp, self._path + ".jvp"), list(self._msg.out_zeros)
+    return _saved(self, "jvp"), list(self._msg.out_zeros)
 
   def _build(self, in_zeros):
     if self._msg.trace_error:
       _raise_trace_error(self._msg, self._path)
-    cj = self._dec.closed_jaxpr(self._msg.jvp, self._path + ".jvp")
+    cj = _saved(self, "jvp")
     out_zeros = list(self._msg.out_zeros)
     if not any(in_zeros):
       return cj.jaxpr, cj.consts, out_zeros
@@ -319,20 +327,18 @@ class VjpRule:
     if self._msg.trace_error:
       return None
     out_tree, res_tree, input_fwds = self.out_trees()
-    return (self._dec.closed_jaxpr(self._msg.fwd, self._path + ".fwd"),
-            self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd"),
-            out_tree, res_tree, input_fwds)
+    return _saved(self, "fwd"), _saved(self, "bwd"), out_tree, res_tree, input_fwds
 
   def _fwd_jaxpr(self, *nonzeros):
     if self._msg.trace_error:
       _raise_trace_error(self._msg, self._path)
     if self._fwd is None:
-      self._fwd = self._dec.closed_jaxpr(self._msg.fwd, self._path + ".fwd")
+      self._fwd = _saved(self, "fwd")
     return self._fwd.jaxpr, self._fwd.consts
 
   def _bwd_call(self, *args):
     if self._bwd is None:
-      self._bwd = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
+      self._bwd = _saved(self, "bwd")
     return compat.bwd_return(_eval_with_zeros(self._bwd, args))
 
 
@@ -346,7 +352,7 @@ class LinRule:
 
   def _call(self, *args):
     if self._cj is None:
-      self._cj = self._dec.closed_jaxpr(self._msg.bwd, self._path + ".bwd")
+      self._cj = _saved(self, "bwd")
     return _eval_with_zeros(self._cj, args)
 
 

@@ -61,7 +61,8 @@ class Decoder:
     """A decoded closed jaxpr with the symbolic dims of `dim_env` ({name:
     size}) made those sizes: written, and read again with them bound."""
     m = encoder.encode(cj)
-    return Decoder(m, dim_env=dim_env).closed_jaxpr(m.root, "")
+    with compat.eval_context():  # (JAX calls it while tracing: literals stay values)
+      return Decoder(m, dim_env=dim_env).closed_jaxpr(m.root, "")
 
   # --- tables -------------------------------------------------------------
   # closed_jaxpr and jaxpr recurse as deep as sub-jaxprs nest: no helper

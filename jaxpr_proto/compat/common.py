@@ -249,6 +249,12 @@ def no_current_trace():
   return core.set_current_trace(None)
 
 
+def eval_context():
+  """A context in which JAX computes eagerly, whatever trace is current:
+  arrays made there are values, never tracers."""
+  return core.eval_context()
+
+
 # --- objects that the value codec writes by name ----------------------------
 
 def is_prng_impl_obj(x) -> bool:
