@@ -32,7 +32,7 @@ class Structure:
     # Reference graph for cycles and nesting depth: node -> {node: path of its first reference}.
     self.edges: dict[tuple, dict] = {}
     self.paths: dict[tuple, str] = {}
-    self._names = None  # see _param_names
+    self.param_names = [p.name for p in m.params]  # of each entry of Module.params
 
   def ref(self, table: str, i: int, path: str, what: str | None = None) -> bool:
     n = self.n[table]
@@ -147,7 +147,7 @@ class Structure:
     m = self.m
     self._eqn_refs: dict[int, list] = {}
     self.columns: dict[int, columns.Columns] = {}  # of each jaxpr whose columns are consistent
-    names = self._param_names()
+    names = self.param_names
     for i, j in enumerate(m.jaxprs):
       try:
         c = self.columns[i] = columns.of(j)
@@ -259,7 +259,7 @@ class Structure:
       for q, p in enumerate(e.params):
         if ref("params", p, f"{where}.params[{q}]", "param"):
           self.edge(node, ("p", p), where)
-      names = [self.m.params[p].name for p in e.params if 0 <= p < self.n["params"]]
+      names = [self.param_names[p] for p in e.params if 0 <= p < self.n["params"]]
       if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         err(f"{where}.params", f"params given twice: {', '.join(dup)}")
@@ -298,7 +298,7 @@ class Structure:
     if any(lit.aval >= n["avals"] or not lit.HasField("value") for lit in c.literals):
       return False
     if c.params and max(c.param_count) > 1:  # no eqn has two params of one name
-      names, q = self._param_names(), 0
+      names, q = self.param_names, 0
       for count in c.param_count:
         if count > 1 and len({names[p] for p in c.params[q:q + count]}) != count:
           return False
@@ -336,12 +336,6 @@ class Structure:
     defined.update(dict.fromkeys(map(operator.sub, bound, itertools.repeat(1))))
     return True
 
-  def _param_names(self):
-    """The name of each entry of Module.params."""
-    if self._names is None:
-      self._names = [p.name for p in self.m.params]
-    return self._names
-
   def _fast_eqn(self, node, defined, prefix):
     """The checks of `jaxpr` for an eqn without effects, building only the
     paths that its literals' values need: True when the eqn passed (its
@@ -350,7 +344,7 @@ class Structure:
     n = self.n
     n_prims, n_params, n_avals = n["primitives"], n["params"], n["avals"]
     n_tracebacks, n_stacks, n_contexts = n["tracebacks"], n["name_stacks"], n["contexts"]
-    params = self.m.params
+    names = self.param_names
     edges = self.edges.get(node)
     if edges is None:
       edges = self.edges[node] = {}
@@ -365,7 +359,7 @@ class Structure:
       if ps:
         if not all(0 <= p < n_params for p in ps):
           return False
-        if len(ps) > 1 and len({params[p].name for p in ps}) != len(ps):
+        if len(ps) > 1 and len({names[p] for p in ps}) != len(ps):
           return False
       literals = []
       for q, a in enumerate(e.invars):
