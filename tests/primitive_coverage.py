@@ -73,10 +73,10 @@ def _sub_jaxprs(v: Any) -> Iterable[jax.extend.core.Jaxpr]:
       yield from _sub_jaxprs(x)
 
 
-def primitives_of(jaxpr, acc: set[str] | None = None) -> set[str]:
-  """Primitive names of ``jaxpr`` (Jaxpr or ClosedJaxpr), recursively."""
-  if acc is None:
-    acc = set()
+def eqns_of(jaxpr, also=lambda eqn: ()):
+  """Each eqn of ``jaxpr`` (Jaxpr or ClosedJaxpr) and of the jaxprs in its
+  params, recursively, each jaxpr once; ``also(eqn)`` gives more jaxprs to
+  walk (a custom rule's)."""
   if isinstance(jaxpr, jax.extend.core.ClosedJaxpr):
     jaxpr = jaxpr.jaxpr
   seen: set[int] = set()
@@ -87,9 +87,17 @@ def primitives_of(jaxpr, acc: set[str] | None = None) -> set[str]:
       continue
     seen.add(id(j))
     for eqn in j.eqns:
-      acc.add(eqn.primitive.name)
+      yield eqn
       for v in eqn.params.values():
         stack.extend(_sub_jaxprs(v))
+      stack.extend(also(eqn))
+
+
+def primitives_of(jaxpr, acc: set[str] | None = None) -> set[str]:
+  """Primitive names of ``jaxpr`` (Jaxpr or ClosedJaxpr), recursively."""
+  if acc is None:
+    acc = set()
+  acc.update(eqn.primitive.name for eqn in eqns_of(jaxpr))
   return acc
 
 

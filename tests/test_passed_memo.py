@@ -139,19 +139,12 @@ def _literal_values(cj):
   """The values of the literals of a ClosedJaxpr, its sub-jaxprs' and its
   custom_jvp rules' jaxprs."""
   from jaxpr_proto.codec import custom_rules
-  out, todo, seen = [], [cj.jaxpr], set()
-  while todo:
-    j = todo.pop()
-    if id(j) in seen:
-      continue
-    seen.add(id(j))
-    for e in j.eqns:
-      out.extend(a.val for a in e.invars if hasattr(a, "val"))
-      todo.extend(jax.extend.core.jaxprs_in_params(e.params))
-      rule = custom_rules.rule_of(e.params.get("jvp_jaxpr_fun"))
-      if rule is not None:
-        todo.append(rule.signature()[0].jaxpr)
-  return out
+  from tests.primitive_coverage import eqns_of
+
+  def rule_jaxprs(eqn):
+    rule = custom_rules.rule_of(eqn.params.get("jvp_jaxpr_fun"))
+    return [rule.signature()[0].jaxpr] if rule is not None else []
+  return [a.val for e in eqns_of(cj, also=rule_jaxprs) for a in e.invars if hasattr(a, "val")]
 
 
 def _with_a_jax_array_literal_in_its_rule(x):
