@@ -21,7 +21,9 @@ from jaxpr_proto.codec import (avals, custom_rules, effects, encoder, param_code
 from jaxpr_proto.compat import standins, upgrade
 from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVersionError,
                                 UnknownPrimitiveError, VersionError)
+from jaxpr_proto.codec import names
 from jaxpr_proto.codec.names import REGISTRY
+from jaxpr_proto.compat import memo as _memo
 from jaxpr_proto.codec.state import _IN_PROGRESS, DecodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import columns, walk
@@ -32,6 +34,10 @@ from jaxpr_proto.wire.versions import check_version, jax_version_of
 # lowering fails on any other.
 # The effects of an eqn that has none (JAX's own eqns share one such, as here).
 NO_EFFECTS = frozenset()
+
+# (primitive name, a Param's bytes, names.generation()) -> (name, value) of the
+# params whose value is plain data (param_codecs.is_plain), decoded before.
+_PLAIN_PARAMS = _memo.memo()
 
 _COMPUTE_TYPE = re.compile(r"device_host|device|tpu_sparsecore|gpu_stream:[0-9]{1,9}")
 
@@ -133,8 +139,21 @@ class Decoder:
     p = done.get((i, prim_name))
     if p is None:
       msg = self.state.entry("params", i, "param", f"{path}.params")
-      where = f"{path}.params.{msg.name}"
-      p = done[(i, prim_name)] = (msg.name, param_codecs.decode_param(self, prim_name, msg, where))
+      p = done[(i, prim_name)] = self._param(msg, prim_name, path)
+    return p
+
+  def _param(self, msg: pb.Param, prim_name: str, path: str):
+    # Plain params are the same value from the same bytes in any Module
+    # (not with arrays outside the message, or symbolic dims read as sizes).
+    key = None
+    if self.state.source is None and self.state.dim_env is None:
+      key = (prim_name, msg.SerializeToString(), names.generation())
+      p = _PLAIN_PARAMS.get(key)
+      if p is not None:
+        return p
+    p = (msg.name, param_codecs.decode_param(self, prim_name, msg, f"{path}.params.{msg.name}"))
+    if key is not None and param_codecs.is_plain(p[1]):
+      _PLAIN_PARAMS.put(key, p)
     return p
 
   def rule(self, i: int, path: str):

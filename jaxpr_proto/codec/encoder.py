@@ -71,8 +71,9 @@ class Encoder:
       key = id(a)
     return self.state.intern("avals", key, lambda: avals.encode_aval(self, a, path), keep=a)
 
-  def param(self, msg: pb.Param) -> int:
-    return self.state.intern("params", msg.SerializeToString(deterministic=True), lambda: msg)
+  def param_bytes(self, data: bytes) -> int:
+    """The index of a Param given as its deterministic serialization."""
+    return self.state.intern("params", data, lambda: pb.Param.FromString(data))
 
   def primitive(self, prim, path: str) -> int:
     def make():

@@ -8,7 +8,8 @@ FIXUPS rebuild what depends on several params once all are decoded.
 from __future__ import annotations
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import callbacks, custom_rules, custom_vmap, extensions, pallas
+from jaxpr_proto.codec import callbacks, custom_rules, custom_vmap, extensions, names, pallas
+from jaxpr_proto.compat import memo
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -108,16 +109,45 @@ def _custom_vmap_fixup(params, path):
 FIXUPS = {"reduce": _reduce_fixup, "custom_vmap_call": _custom_vmap_fixup}
 
 
+# (primitive, its params by memo.params_key, names.generation()) -> (the Params'
+# bytes, the features they need): params of plain data, written without adding
+# to any table of the Module, are the same bytes in every Module. Most eqns'
+# params are such, and writing them was most of an encoder's time.
+_PLAIN = memo.memo()
+
+
 def encode_params(enc, eqn, path) -> list[int]:
   """Indices into Module.params of the eqn's params, in JAX's order."""
-  out = []
   name = eqn.primitive.name
-  for k, v in eqn.params.items():
-    where = f"{path}.params.{k}"
-    codec = PARAM_CODECS.get((name, k))
-    value = codec[0](enc, v, eqn, where) if codec else enc.value(v, where)
-    out.append(enc.param(pb.Param(name=k, value=value)))
-  return out
+  params = eqn.params
+  st = enc.state
+  try:
+    key = (name, memo.params_key(params), names.generation())
+  except memo.NoKey:
+    key = None
+  if key is not None:
+    hit = _PLAIN.get(key)
+    if hit is not None:
+      data, features = hit
+      st.features |= features
+      return [enc.param_bytes(b) for b in data]
+  entries, inline, features, st.features = st.entries, st.inline_bytes, st.features, set()
+  try:
+    data = []
+    for k, v in params.items():
+      where = f"{path}.params.{k}"
+      codec = PARAM_CODECS.get((name, k))
+      if codec:
+        key = None
+      value = codec[0](enc, v, eqn, where) if codec else enc.value(v, where)
+      data.append(pb.Param(name=k, value=value).SerializeToString(deterministic=True))
+    added, st.features = st.features, features | st.features
+  except BaseException:
+    st.features |= features
+    raise
+  if key is not None and st.entries == entries and st.inline_bytes == inline:
+    _PLAIN.put(key, (tuple(data), frozenset(added)))
+  return [enc.param_bytes(b) for b in data]
 
 
 def decode_params(dec, prim_name, indices, path) -> dict:
@@ -131,6 +161,27 @@ def decode_params(dec, prim_name, indices, path) -> dict:
   if fixup is not None:
     fixup(params, path)
   return params
+
+
+# Param values decoded from tables of their Module: not plain data.
+_FROM_TABLES = (compat.ShapedArray, compat.AbstractToken, compat.Primitive)
+
+
+def is_plain(v) -> bool:
+  """Whether a decoded param value is plain data: immutable values with an
+  exact key (compat.memo.value_key), none of them read from a Module's tables;
+  its Param's bytes mean the same value in every Module."""
+  try:
+    memo.value_key(v)
+  except memo.NoKey:
+    return False
+  return _no_table_value(v)
+
+
+def _no_table_value(v) -> bool:
+  if isinstance(v, tuple):
+    return all(map(_no_table_value, v))
+  return not isinstance(v, _FROM_TABLES)
 
 
 def decode_param(dec, prim_name, msg, path):

@@ -31,6 +31,7 @@ class EncodeState:
   symbolic_scope: object = None  # of the symbolic dims, which must share one
   out_of_line: object = None  # a wire.external.Sink for big arrays, or None
   inline_bytes: int = 0  # of array data in the message
+  entries: int = 0  # table entries added so far (what a memoized param must not have added)
 
   def intern(self, table: str, key, make: Callable[[], object], keep=None) -> int:
     """The index in Module.<table> of `key`, appending `make()` the first
@@ -42,6 +43,7 @@ class EncodeState:
       msg = make()
       i = seen[key] = len(getattr(self.module, table))
       getattr(self.module, table).append(msg)
+      self.entries += 1
       if keep is not None:
         self.keep.append(keep)
     return i
@@ -55,6 +57,7 @@ class EncodeState:
     if i is not None:
       return i, None
     i = seen[key] = len(getattr(self.module, table))
+    self.entries += 1
     if keep is not None:
       self.keep.append(keep)
     return i, getattr(self.module, table).add()

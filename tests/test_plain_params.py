@@ -1,0 +1,106 @@
+"""Params of plain data are written and read once per process: the encoder
+keeps their bytes and the decoder their values (param_codecs.encode_params,
+Decoder._param). Never for params that refer to a Module's tables, whose
+bytes differ from file to file."""
+from __future__ import annotations
+
+import jax
+import jax.extend.core as jex_core
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import jaxpr_proto as jp
+from jaxpr_proto import compat
+from jax.extend.core import jaxpr_as_fun
+
+# A user primitive whose params hold an aval and a primitive: values written
+# as indices into the Module's tables.
+with_table_params = jex_core.Primitive("with_table_params")
+with_table_params.def_impl(lambda x, *, aval, other: jnp.zeros(aval.shape, aval.dtype) + other.bind(x, accuracy=None).sum())
+with_table_params.def_abstract_eval(lambda x, *, aval, other: aval)
+jp.register_primitive(with_table_params, namespace="plain_params_test")
+
+
+def _program(first_shape, other, aval):
+  """A with_table_params eqn after eqns whose avals and primitives depend on
+  `first_shape` and `other`, which decide its param's indices in the tables."""
+  def f(x):
+    y = other(x.reshape(first_shape).astype(jnp.float16)).astype(jnp.float32).reshape(-1)
+    return with_table_params.bind(y, aval=aval, other=lax.cos_p) * 2.0
+  return jax.make_jaxpr(f)(np.arange(6, dtype=np.float32))
+
+
+def _param_bytes(data):
+  m = jp.parse(data)
+  return {p.SerializeToString() for p in m.params if p.name == "aval"}
+
+
+def test_params_in_tables_are_written_per_file():
+  f32 = lambda n: compat.ShapedArray((n,), jnp.float32)
+  # The same param value, at other indices in each file.
+  a, b = _program((2, 3), jnp.exp, f32(3)), _program((6,), jnp.sin, f32(3))
+  jp.clear_caches()
+  cold_b = jp.dumps(b)
+  jp.clear_caches()
+  jp.dumps(a)
+  assert jp.dumps(b) == cold_b  # not bytes that index a's tables
+  got = jp.loads(cold_b)
+  assert got.jaxpr.eqns[-2].params == {"aval": f32(3), "other": lax.cos_p}
+  x = np.arange(6, dtype=np.float32)
+  np.testing.assert_array_equal(jaxpr_as_fun(got)(x)[0], jaxpr_as_fun(b)(x)[0])
+
+
+def test_params_in_tables_are_read_per_file():
+  f32 = lambda n: compat.ShapedArray((n,), jnp.float32)
+  # Two values, written as the same bytes: the same index in each file's table.
+  a, b = _program((2, 3), jnp.exp, f32(3)), _program((2, 3), jnp.exp, f32(4))
+  data_a, data_b = jp.dumps(a), jp.dumps(b)
+  assert _param_bytes(data_a) == _param_bytes(data_b)
+  jp.clear_caches()
+  assert jp.loads(data_a).jaxpr.eqns[-2].params["aval"] == f32(3)
+  got = jp.loads(data_b)
+  assert got.jaxpr.eqns[-2].params["aval"] == f32(4)
+  assert str(got) == str(b)
+
+
+def test_plain_params_are_the_same_bytes_and_values():
+  def f(x, w):
+    h = jnp.tanh(x @ w)
+    return lax.reduce_precision(jnp.cumsum(h, axis=1), 5, 10).sum(), lax.dot_general(
+        h, w, (((1,), (0,)), ((), ())), precision=lax.Precision.HIGHEST)
+  cj = jax.make_jaxpr(jax.value_and_grad(lambda x, w: f(x, w)[0], argnums=1))(
+      np.ones((4, 8), np.float32), np.ones((8, 8), np.float32))
+  jp.clear_caches()
+  cold = jp.dumps(cj)
+  assert jp.dumps(cj) == cold  # from the memo: the same bytes
+  one, two = jp.loads(cold), jp.loads(cold)
+  assert str(one) == str(two) == str(cj)
+  plain = 0
+  for e1, e2, e in zip(one.jaxpr.eqns, two.jaxpr.eqns, cj.jaxpr.eqns):
+    for k, v in e.params.items():
+      if isinstance(v, (compat.Jaxpr, compat.ClosedJaxpr)):
+        assert str(e1.params[k]) == str(e2.params[k]) == str(v)
+      else:
+        assert e1.params[k] == e2.params[k] == v and type(e1.params[k]) is type(v)
+        plain += 1
+  assert plain > 20
+
+
+with_spec = jex_core.Primitive("with_spec")
+with_spec.def_impl(lambda x, *, spec: x)
+with_spec.def_abstract_eval(lambda x, *, spec: x)
+jp.register_primitive(with_spec, namespace="plain_params_test")
+
+
+@pytest.mark.skipif(not hasattr(jax.sharding, "UnreducedKind"), reason="JAX < 0.11")
+def test_a_plain_param_from_the_memo_brings_its_features():
+  kind = next(k for k in jax.sharding.UnreducedKind if k.name != "sum")
+  spec = jax.sharding.PartitionSpec(None, unreduced={"x"}, unreduced_kind=kind)
+  cj = jax.make_jaxpr(lambda x: with_spec.bind(jnp.sin(x), spec=spec))(1.0)
+  jp.clear_caches()
+  cold = jp.encode(cj)
+  warm = jp.encode(cj)  # its params' bytes from the memo
+  assert "unreduced_kind" in cold.required_features
+  assert warm.SerializeToString(deterministic=True) == cold.SerializeToString(deterministic=True)
