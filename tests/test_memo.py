@@ -23,6 +23,8 @@ def test_value_key_is_exact():
   assert k(Pair(1, 2)) != k((1, 2))
   assert k(np.dtype("float32")) != k("float32")  # equal in numpy, not here
   assert k(np.float32) != k(np.dtype("float32"))
+  assert k(-0.0) != k(0.0) and k(np.float32(-0.0)) != k(np.float32(0.0)) and k(-0j) != k(0j)
+  assert k(float("nan")) == k(float("nan")) and k(np.float16(1)) != k(np.float32(1))
   # PyTreeDefs and dataclass records compare what they hold with ==: no key.
   for no_key in ([1], {1: 2}, np.zeros(2), lambda: 0, object(),
                  jax.make_jaxpr(jnp.sin)(1.0), jax.tree.structure((1, 2)),

@@ -104,3 +104,24 @@ def test_a_plain_param_from_the_memo_brings_its_features():
   warm = jp.encode(cj)  # its params' bytes from the memo
   assert "unreduced_kind" in cold.required_features
   assert warm.SerializeToString(deterministic=True) == cold.SerializeToString(deterministic=True)
+
+
+with_float = jex_core.Primitive("with_float")
+with_float.def_impl(lambda x, *, c: x + c)
+with_float.def_abstract_eval(lambda x, *, c: x)
+jp.register_primitive(with_float, namespace="plain_params_test")
+
+
+def test_signed_zeros_and_nans_stay_apart():
+  """-0.0 == 0.0 in Python: the memos key floats by their bits."""
+  def f(x):
+    return with_float.bind(x * -0.0, c=-0.0) + with_float.bind(x * 0.0, c=0.0) + x * np.float32("nan")
+  cj = jax.make_jaxpr(f)(np.float32(1.0))
+  jp.clear_caches()
+  for data in (jp.dumps(cj), jp.dumps(cj)):
+    for _ in range(2):
+      got = jp.loads(data)
+      (neg, zero), lits = [e.params["c"] for e in got.jaxpr.eqns if e.primitive is with_float], [
+          e.invars[1].val for e in got.jaxpr.eqns if e.primitive.name == "mul"]
+      assert [np.signbit(v) for v in (neg, zero, lits[0], lits[1])] == [True, False, True, False]
+      assert np.isnan(lits[2])

@@ -2,13 +2,14 @@
 
     python tools/bench.py [--repeat N] [--eqns 1000,1000000] [--layers 4000] [--big-gib 2.5]
 
-For each program (the demo's MLP training step, and the gradient of a
-transformer block) it prints encode/decode time and bytes of .jaxpb, the time
-of re-tracing with jax.make_jaxpr (caches cleared, as in a fresh process),
-jax.export's serialize/deserialize time and bytes, pickle of the decoded
-ClosedJaxpr (which goes through .jaxpb), and the ratios between them. Decoding
-is timed four ways: cold (jaxpr_proto's memos cleared too, as in a fresh
-process), warm (bytes not loaded before, the memos of checking kept), again
+For each program (the MLP step of the issue on large programs: one SGD
+step of an 8-layer MLP of width 512; the demo's MLP training step; the
+gradient of a transformer block) it prints encode/decode time and bytes of
+.jaxpb, the time of re-tracing with jax.make_jaxpr (caches cleared, as in a
+fresh process), jax.export's serialize/deserialize time and bytes, pickle of
+the decoded ClosedJaxpr (which goes through .jaxpb), and the ratios between
+them. Decoding is timed four ways: cold (jaxpr_proto's memos cleared too, as
+in a fresh process), warm (bytes not loaded before, the memos of checking kept), again
 (the same bytes, which passed the checks before: see check.loading) and
 trusted (typecheck=False, cold); and beside them the floor: JAX's own
 constructors and check_jaxpr on the same program, which any decoder that
@@ -90,6 +91,24 @@ def transformer_block_grad():
     return jnp.mean(block(p, x) ** 2)
 
   return "transformer_block_grad", jax.grad(loss), (params, x)
+
+
+def mlp_sgd_step(layers: int = 8, width: int = 512, batch: int = 32):
+  """The issue's program: one SGD step of an 8-layer relu MLP of width 512."""
+  k = jax.random.split(jax.random.key(0), layers + 1)
+  params = [(jax.random.normal(k[i], (width, width)) * 0.04, jnp.zeros(width))
+            for i in range(layers)]
+  x, y = jax.random.normal(k[layers], (batch, width)), jnp.zeros((batch, width))
+
+  def loss(p, x, y):
+    for w, b in p[:-1]:
+      x = jax.nn.relu(x @ w + b)
+    w, b = p[-1]
+    return jnp.mean((x @ w + b - y) ** 2)
+
+  def step(p, x, y):
+    return jax.tree.map(lambda a, g: a - 0.01 * g, p, jax.grad(loss)(p, x, y))
+  return f"mlp_sgd_step_{layers}x{width}", step, (params, x, y)
 
 
 def demo_program():
@@ -338,7 +357,7 @@ def main(argv=None):
                   help="also save and load a program with a constant of this many GiB")
   args = ap.parse_args(argv)
   print(f"jax {jax.__version__}, backend {jax.default_backend()}, best of {args.repeat}")
-  for name, fn, fargs in (demo_program(), transformer_block_grad()):
+  for name, fn, fargs in (mlp_sgd_step(), demo_program(), transformer_block_grad()):
     bench(name, fn, fargs, args.repeat)
   if args.eqns:
     bench_eqns([int(n) for n in args.eqns.split(",")], args.repeat)

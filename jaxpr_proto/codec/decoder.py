@@ -134,26 +134,24 @@ class Decoder:
       raise
 
   def param(self, i: int, prim_name: str, path: str):
-    """(name, value) of Module.params[i]; decoded once per primitive."""
+    """(name, value) of Module.params[i]; decoded once per primitive, and
+    once per process where the value is plain data (param_codecs.is_plain):
+    then the same bytes are the same value in any Module (not with arrays
+    outside the message, or with symbolic dims read as sizes). (No helper
+    frame: params nest sub-jaxprs.)"""
     done = self.state.decoded["params"]
     p = done.get((i, prim_name))
     if p is None:
       msg = self.state.entry("params", i, "param", f"{path}.params")
-      p = done[(i, prim_name)] = self._param(msg, prim_name, path)
-    return p
-
-  def _param(self, msg: pb.Param, prim_name: str, path: str):
-    # Plain params are the same value from the same bytes in any Module
-    # (not with arrays outside the message, or symbolic dims read as sizes).
-    key = None
-    if self.state.source is None and self.state.dim_env is None:
-      key = (prim_name, msg.SerializeToString(), names.generation())
-      p = _PLAIN_PARAMS.get(key)
-      if p is not None:
-        return p
-    p = (msg.name, param_codecs.decode_param(self, prim_name, msg, f"{path}.params.{msg.name}"))
-    if key is not None and param_codecs.is_plain(p[1]):
-      _PLAIN_PARAMS.put(key, p)
+      key = None
+      if self.state.source is None and self.state.dim_env is None:
+        key = (prim_name, msg.SerializeToString(), names.generation())
+        p = _PLAIN_PARAMS.get(key)
+      if p is None:
+        p = (msg.name, param_codecs.decode_param(self, prim_name, msg, f"{path}.params.{msg.name}"))
+        if key is not None and param_codecs.is_plain(p[1]):
+          _PLAIN_PARAMS.put(key, p)
+      done[(i, prim_name)] = p
     return p
 
   def rule(self, i: int, path: str):

@@ -12,7 +12,7 @@ import jax
 
 from jaxpr_proto import compat
 from jaxpr_proto._version import __version__
-from jaxpr_proto.codec import avals, effects, param_codecs, sharding, tracebacks, values
+from jaxpr_proto.codec import avals, effects, names, param_codecs, sharding, tracebacks, values
 from jaxpr_proto.codec.names import REGISTRY
 from jaxpr_proto.codec.state import EncodeState, paused_gc
 from jaxpr_proto.compat import memo as _memo
@@ -21,6 +21,11 @@ from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import columns
 from jaxpr_proto.wire.versions import stamp
+
+
+# (a literal's value by memo.value_key, names.generation()) -> (its Value, the
+# bytes of array data it adds, the features it needs): see Encoder.literal.
+_LITERAL_VALUES = _memo.memo()
 
 
 class Encoder:
@@ -145,7 +150,23 @@ class Encoder:
       msg.is_high = True
 
   def literal(self, x, where) -> pb.Literal:
-    return pb.Literal(value=self.value(x.val, where), aval=self.aval(x.aval, where))
+    # A literal's value is plain data (1.0, 0, True, again and again): its
+    # Value and the bytes it adds to the message are kept per process.
+    st = self.state
+    try:
+      key = (_memo.value_key(x.val), names.generation())
+    except _memo.NoKey:
+      return pb.Literal(value=self.value(x.val, where), aval=self.aval(x.aval, where))
+    hit = _LITERAL_VALUES.get(key)
+    if hit is None:
+      value, plain, inline, features = st.apart(lambda: self.value(x.val, where))
+      hit = (value, inline, features)
+      if plain:
+        _LITERAL_VALUES.put(key, hit)
+    else:
+      st.inline_bytes += hit[1]
+      st.features |= hit[2]
+    return pb.Literal(value=hit[0], aval=self.aval(x.aval, where))
 
   def _eqn_columns(self, eqns, ids: dict, prefix: str) -> columns.Columns:
     """The eqns as columns (lists), numbering the variables they define in

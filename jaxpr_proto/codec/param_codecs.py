@@ -118,36 +118,32 @@ _PLAIN = memo.memo()
 
 def encode_params(enc, eqn, path) -> list[int]:
   """Indices into Module.params of the eqn's params, in JAX's order."""
-  name = eqn.primitive.name
-  params = eqn.params
-  st = enc.state
+  name, params, st = eqn.primitive.name, eqn.params, enc.state
   try:
     key = (name, memo.params_key(params), names.generation())
   except memo.NoKey:
     key = None
-  if key is not None:
-    hit = _PLAIN.get(key)
-    if hit is not None:
-      data, features = hit
-      st.features |= features
-      return [enc.param_bytes(b) for b in data]
-  entries, inline, features, st.features = st.entries, st.inline_bytes, st.features, set()
-  try:
-    data = []
-    for k, v in params.items():
-      where = f"{path}.params.{k}"
-      codec = PARAM_CODECS.get((name, k))
-      if codec:
-        key = None
-      value = codec[0](enc, v, eqn, where) if codec else enc.value(v, where)
-      data.append(pb.Param(name=k, value=value).SerializeToString(deterministic=True))
-    added, st.features = st.features, features | st.features
-  except BaseException:
+  hit = _PLAIN.get(key) if key is not None else None
+  if hit is not None:
+    data, features = hit
     st.features |= features
-    raise
-  if key is not None and st.entries == entries and st.inline_bytes == inline:
-    _PLAIN.put(key, (tuple(data), frozenset(added)))
-  return [enc.param_bytes(b) for b in data]
+    return [enc.param_bytes(b) for b in data]
+  (out, data), plain, inline, features = st.apart(lambda: _write_params(enc, eqn, path))
+  if key is not None and plain and not inline and not any((name, k) in PARAM_CODECS for k in params):
+    _PLAIN.put(key, (tuple(data), features))
+  return out
+
+
+def _write_params(enc, eqn, path) -> tuple[list[int], list[bytes]]:
+  """(indices, bytes) of the eqn's params, each interned as it is written."""
+  out, data = [], []
+  for k, v in eqn.params.items():
+    where = f"{path}.params.{k}"
+    codec = PARAM_CODECS.get((eqn.primitive.name, k))
+    value = codec[0](enc, v, eqn, where) if codec else enc.value(v, where)
+    data.append(pb.Param(name=k, value=value).SerializeToString(deterministic=True))
+    out.append(enc.param_bytes(data[-1]))
+  return out, data
 
 
 def decode_params(dec, prim_name, indices, path) -> dict:

@@ -31,7 +31,9 @@ class EncodeState:
   symbolic_scope: object = None  # of the symbolic dims, which must share one
   out_of_line: object = None  # a wire.external.Sink for big arrays, or None
   inline_bytes: int = 0  # of array data in the message
-  entries: int = 0  # table entries added so far (what a memoized param must not have added)
+  # Table entries added so far, but for params (see `apart`: writing a param
+  # adds its own entry, the same in any Module).
+  entries: int = 0
 
   def intern(self, table: str, key, make: Callable[[], object], keep=None) -> int:
     """The index in Module.<table> of `key`, appending `make()` the first
@@ -43,7 +45,7 @@ class EncodeState:
       msg = make()
       i = seen[key] = len(getattr(self.module, table))
       getattr(self.module, table).append(msg)
-      self.entries += 1
+      self.entries += table != "params"
       if keep is not None:
         self.keep.append(keep)
     return i
@@ -61,6 +63,17 @@ class EncodeState:
     if keep is not None:
       self.keep.append(keep)
     return i, getattr(self.module, table).add()
+
+  def apart(self, make: Callable[[], object]):
+    """(make(), whether it added no table entry but params, the bytes of
+    array data and the features it added): what a memo of its result must
+    add again."""
+    entries, inline, features, self.features = self.entries, self.inline_bytes, self.features, set()
+    try:
+      out = make()
+    finally:
+      added, self.features = self.features, features | self.features
+    return out, self.entries == entries, self.inline_bytes - inline, frozenset(added)
 
   @contextlib.contextmanager
   def inside_rule(self):

@@ -1,19 +1,22 @@
-"""Process-wide memos of what checking a decoded program computes again and
-again: JAX's type rule of an eqn (the same primitive on the same types), and
-the verdicts on a custom_jvp rule (the same rule in every program that uses
-`jax.nn.relu`). `jp.clear_caches()` empties them, as `jax.clear_caches()`
-does JAX's.
+"""Process-wide memos of what encoding, decoding and checking programs
+compute again and again: the bytes and values of plain params (the same
+dimension numbers in every file), JAX's type rule of an eqn (the same
+primitive on the same types), and the verdicts on a custom_jvp rule (the
+same rule in every program that uses `jax.nn.relu`). `jp.clear_caches()`
+empties them, as `jax.clear_caches()` does JAX's.
 
 A memo key is exact or absent. `value_key` keys a param by type and value
-(so that `1`, `True` and `1.0`, equal in Python, stay apart) and only for
-the immutable value types it knows; anything else (a jaxpr, a function, an
-object equal by identity) has no key, and what it is in is computed afresh.
-Every key holds `config.trace_context()`, the JAX configuration that JAX's
-own tracing caches key on (x64, the mesh and axis environment, ...).
+(so that `1`, `True` and `1.0`, equal in Python, stay apart; floats by their
+bits, so that `-0.0` and `0.0` do too) and only for the immutable value types
+it knows; anything else (a jaxpr, a function, an object equal by identity)
+has no key, and what it is in is computed afresh. The keys of checking hold
+`config.trace_context()`, the JAX configuration that JAX's own tracing caches
+key on (x64, the mesh and axis environment, ...).
 """
 from __future__ import annotations
 
 import enum
+import struct
 import threading
 
 import jax.extend.core as jex_core
@@ -86,6 +89,8 @@ _ATOMS = {int, float, complex, bool, str, bytes, type(None), type}
 
 
 def _kind(t) -> str:
+  if t in (float, complex) or issubclass(t, np.inexact):
+    return "bits"  # -0.0 == 0.0, and a NaN equals nothing: keyed by their bits
   if t in _ATOMS or issubclass(t, (np.dtype, np.generic, enum.Enum)):
     return "atom"
   if issubclass(t, tuple):  # tuples and NamedTuples (dimension numbers)
@@ -117,6 +122,8 @@ def value_key(v):
     except TypeError:
       raise NoKey from None
     return (t, v)
+  if kind == "bits":
+    return (t, v.tobytes() if isinstance(v, np.generic) else struct.pack("<dd", v.real, v.imag))
   if kind == "tuple":
     return (t, tuple(value_key(x) for x in v))
   raise NoKey
