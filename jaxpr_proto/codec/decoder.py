@@ -16,14 +16,13 @@ import numpy as np
 
 from jaxpr_proto import compat
 from jaxpr_proto._version import __version__
-from jaxpr_proto.codec import (avals, custom_rules, effects, encoder, param_codecs, pytrees,
-                               sharding, tracebacks, values)
+from jaxpr_proto.codec import (avals, custom_rules, effects, encoder, names, param_codecs,
+                               pytrees, sharding, tracebacks, values)
+from jaxpr_proto.compat import memo as _memo
 from jaxpr_proto.compat import standins, upgrade
 from jaxpr_proto.errors import (DecodeError, Error, InternalError, PrimitiveVersionError,
                                 UnknownPrimitiveError, VersionError)
-from jaxpr_proto.codec import names
 from jaxpr_proto.codec.names import REGISTRY
-from jaxpr_proto.compat import memo as _memo
 from jaxpr_proto.codec.state import _IN_PROGRESS, DecodeState
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import columns, walk
