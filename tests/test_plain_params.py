@@ -113,15 +113,18 @@ jp.register_primitive(with_float, namespace="plain_params_test")
 
 
 def test_signed_zeros_and_nans_stay_apart():
-  """-0.0 == 0.0 in Python: the memos key floats by their bits."""
-  def f(x):
-    return with_float.bind(x * -0.0, c=-0.0) + with_float.bind(x * 0.0, c=0.0) + x * np.float32("nan")
-  cj = jax.make_jaxpr(f)(np.float32(1.0))
+  """-0.0 == 0.0 in Python: the memos key floats by their bits (params, and
+  literals: typed arrays, and typed floats where an int meets a float)."""
+  def f(x, i):
+    return (with_float.bind(x * -0.0, c=-0.0) + with_float.bind(x * 0.0, c=0.0)
+            + x * np.float32("nan") + i * -0.0 + i * 0.0)
+  cj = jax.make_jaxpr(f)(np.float32(1.0), np.int32(1))
   jp.clear_caches()
   for data in (jp.dumps(cj), jp.dumps(cj)):
     for _ in range(2):
       got = jp.loads(data)
-      (neg, zero), lits = [e.params["c"] for e in got.jaxpr.eqns if e.primitive is with_float], [
-          e.invars[1].val for e in got.jaxpr.eqns if e.primitive.name == "mul"]
-      assert [np.signbit(v) for v in (neg, zero, lits[0], lits[1])] == [True, False, True, False]
+      params = [e.params["c"] for e in got.jaxpr.eqns if e.primitive is with_float]
+      lits = [e.invars[1].val for e in got.jaxpr.eqns if e.primitive.name == "mul"]
+      assert [bool(np.signbit(v)) for v in params] == [True, False]
+      assert [bool(np.signbit(v)) for v in lits] == [True, False, False, True, False]
       assert np.isnan(lits[2])

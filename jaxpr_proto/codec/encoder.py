@@ -23,7 +23,7 @@ from jaxpr_proto.wire import columns
 from jaxpr_proto.wire.versions import stamp
 
 
-# (a literal's value by memo.value_key, names.generation()) -> (its Value, the
+# (a literal's value by memo.literal_key, names.generation()) -> (its Value, the
 # bytes of array data it adds, the features it needs): see Encoder.literal.
 _LITERAL_VALUES = _memo.memo()
 
@@ -154,7 +154,7 @@ class Encoder:
     # Value and the bytes it adds to the message are kept per process.
     st = self.state
     try:
-      key = (_memo.value_key(x.val), names.generation())
+      key = (_memo.literal_key(x.val), names.generation())
     except _memo.NoKey:
       return pb.Literal(value=self.value(x.val, where), aval=self.aval(x.aval, where))
     hit = _LITERAL_VALUES.get(key)

@@ -147,6 +147,23 @@ def _array_key(x):
   return (type(x), a.dtype, a.shape, a.tobytes())
 
 
+def literal_key(v):
+  """An exact key of a literal's value: its value_key, or for JAX's typed
+  scalars (an int or float with a dtype) and small arrays, their type, dtype
+  and bits; raises NoKey."""
+  try:
+    return value_key(v)
+  except NoKey:
+    pass
+  if isinstance(v, np.ndarray):
+    return _array_key(v)
+  dtype = getattr(v, "dtype", None)
+  for base in (int, float, complex):
+    if isinstance(v, base) and isinstance(dtype, np.dtype):
+      return (type(v), dtype, value_key(base(v)))
+  raise NoKey
+
+
 _JAXPR_TYPES = (core.Jaxpr, jex_core.ClosedJaxpr)  # one type from JAX 0.11
 _keyers: dict[type, object] = {}
 
