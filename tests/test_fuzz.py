@@ -88,3 +88,33 @@ def test_coverage_guided_run_with_atheris():
   out = r.stdout + r.stderr
   assert r.returncode == 0, out[-3000:]
   assert re.search(r"Done \d+ runs", out), out[-3000:]  # the seeds, then the 40 runs
+
+
+def test_a_kernel_on_many_simulated_cores_may_run_past_the_limit():
+  """Seed 671: an interpreted kernel on 255 simulated cores (each a thread)
+  ran 26 s. It may run past the time limit, as a long loop may; the alarm,
+  raised in the host callback that runs the kernel, comes back from XLA as
+  its own error and still counts as the time limit (its worker is replaced)."""
+  import jax
+  import jax.numpy as jnp
+  from jax.experimental import pallas as pl
+  from jax.experimental.pallas import tpu as pltpu
+
+  def program(cores):
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    call = pl.pallas_call(lambda x_ref, o_ref: o_ref.__setitem__(..., jnp.tanh(x_ref[...])),
+                          out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32), grid=(2,),
+                          in_specs=[spec], out_specs=spec,
+                          interpret=pltpu.InterpretParams(num_cores_or_threads=cores))
+    return jax.make_jaxpr(call)(jnp.ones((16, 128), jnp.float32))
+
+  assert fuzz._any_eqn(program(fuzz.MANY_CORES + 1).jaxpr, fuzz._loops_on)
+  assert not fuzz._any_eqn(program(1).jaxpr, fuzz._loops_on)
+  error = RuntimeError("INTERNAL: CpuCallback error calling callback: ... _Timeout")
+  fuzz._alarmed[0] = False
+  assert not fuzz._timed_out(error)
+  fuzz._alarmed[0] = True
+  try:
+    assert fuzz._timed_out(error) and not fuzz._timed_out(RuntimeError("INTERNAL: other"))
+  finally:
+    fuzz._alarmed[0] = False

@@ -308,8 +308,18 @@ class _Timeout(BaseException):
   pass
 
 
+_alarmed = [False]  # whether the alarm went off in this case
+
+
 def _alarm(signum, frame):
+  _alarmed[0] = True
   raise _Timeout()
+
+
+def _timed_out(e: Exception) -> bool:
+  """Whether `e` is the alarm, raised inside a host callback (an interpreted
+  Pallas kernel) and handed back by XLA as its own error."""
+  return _alarmed[0] and "_Timeout" in f"{type(e).__name__}: {e}"
 
 
 def _example(aval):
@@ -408,19 +418,25 @@ class _Executing:
 _executing = _Executing()
 
 
-# A scan of more steps than this may run past the time limit as it should.
+# A scan of more steps than this may run past the time limit as it should;
+# and an interpreted Pallas kernel simulating more cores or threads than
+# MANY_CORES (each a Python thread: 255 of them took 26 s for a grid of 2).
 LONG_SCAN = 10 ** 6
+MANY_CORES = 16
 
 
 def _loops_on(eqn) -> bool:
   """Whether the eqn is a loop that may run on: a while loop, or a scan or
   an interpreted Pallas grid of more than LONG_SCAN steps (lax.scan of
-  length 2**31 - 1 runs for hours under JAX too)."""
+  length 2**31 - 1 runs for hours under JAX too), or an interpreted kernel
+  on more than MANY_CORES cores."""
   name = eqn.primitive.name
   if name == "pallas_call":
+    interpret = eqn.params.get("interpret")
     grid = getattr(eqn.params.get("grid_mapping"), "grid", ())
-    return bool(eqn.params.get("interpret")) and math.prod(
-        d for d in grid if isinstance(d, int)) > LONG_SCAN
+    cores = getattr(interpret, "num_cores_or_threads", None) or 1
+    return bool(interpret) and (math.prod(d for d in grid if isinstance(d, int)) > LONG_SCAN
+                                or cores > MANY_CORES)
   return name == "while" or (name == "scan" and eqn.params.get("length", 0) > LONG_SCAN)
 
 
@@ -487,7 +503,8 @@ def _closed(x):
   return x.closed_jaxpr if isinstance(x, jp.Function) else x
 
 
-_RUNS_ON = ("while_runs_on", "a loop (a while, or a long scan) ran past the time limit after compiling")
+_RUNS_ON = ("while_runs_on", "a loop (a while, a long scan, an interpreted kernel on many cores) "
+            "ran past the time limit after compiling")
 
 
 def _past_time_limit(stage: str) -> tuple[str, str]:
@@ -556,6 +573,7 @@ def judge(data: bytes) -> tuple[str, str]:
   """(outcome, detail) of one case, run in this process: an outcome in GOOD,
   or 'escaped', 'unchecked', 'disagree', 'fails_in_jax', 'hang'."""
   old = signal.signal(signal.SIGALRM, _alarm)
+  _alarmed[0] = False
   signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
   _executing.value = 0
   stage = "jp.loads"
@@ -583,6 +601,8 @@ def judge(data: bytes) -> tuple[str, str]:
       except _Timeout:
         raise
       except Exception as e:
+        if _timed_out(e):
+          raise _Timeout() from None
         _RUNS[key] = _failed("jit", e, cj)
     return _RUNS[key]
   except _Timeout:
@@ -597,6 +617,7 @@ def judge(data: bytes) -> tuple[str, str]:
 def judge_vjp(data: bytes) -> tuple[str, str]:
   """For a case that ran, of a differentiable seed: its vjp must run too."""
   old = signal.signal(signal.SIGALRM, _alarm)
+  _alarmed[0] = False
   signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
   _executing.value = 0
   cj = None
@@ -613,6 +634,8 @@ def judge_vjp(data: bytes) -> tuple[str, str]:
   except NotImplementedError as e:  # JAX has no rule for it (a window-dilated max pool): it ran
     return "not_differentiable", f"vjp: {e}"
   except Exception as e:
+    if _timed_out(e):
+      return _past_time_limit("vjp")
     if cj is not None and _any_eqn(cj.jaxpr, _jax_cannot_differentiate):
       return "not_differentiable", f"vjp: {type(e).__name__}: {e}"
     return _failed("vjp", e, cj)
