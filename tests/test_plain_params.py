@@ -23,13 +23,18 @@ with_table_params.def_abstract_eval(lambda x, *, aval, other: aval)
 jp.register_primitive(with_table_params, namespace="plain_params_test")
 
 
-def _program(first_shape, other, aval):
+def _program(first_shape, other, aval, first_arg=False):
   """A with_table_params eqn after eqns whose avals and primitives depend on
-  `first_shape` and `other`, which decide its param's indices in the tables."""
-  def f(x):
+  `first_shape` and `other`, which decide its param's indices in the tables;
+  with `first_arg`, the program's first input has the param's aval."""
+  def f(x, z):
     y = other(x.reshape(first_shape).astype(jnp.float16)).astype(jnp.float32).reshape(-1)
-    return with_table_params.bind(y, aval=aval, other=lax.cos_p) * 2.0
-  return jax.make_jaxpr(f)(np.arange(6, dtype=np.float32))
+    return with_table_params.bind(y, aval=aval, other=lax.cos_p) * 2.0 + z.sum()
+  z = np.zeros(aval.shape, aval.dtype)
+  x = np.arange(6, dtype=np.float32)
+  if first_arg:
+    return jax.make_jaxpr(lambda z, x: f(x, z))(z, x)
+  return jax.make_jaxpr(f)(x, z)
 
 
 def _param_bytes(data):
@@ -37,19 +42,23 @@ def _param_bytes(data):
   return {p.SerializeToString() for p in m.params if p.name == "aval"}
 
 
-def test_params_in_tables_are_written_per_file():
+@pytest.mark.parametrize("first_arg", [False, True], ids=["new_entries", "entries_before"])
+def test_params_in_tables_are_written_per_file(first_arg):
   f32 = lambda n: compat.ShapedArray((n,), jnp.float32)
-  # The same param value, at other indices in each file.
-  a, b = _program((2, 3), jnp.exp, f32(3)), _program((6,), jnp.sin, f32(3))
+  # The same param value, at other indices in each file: entries that the
+  # param adds, or (first_arg) that the program's inputs added before it.
+  a = _program((2, 3), jnp.exp, f32(3), first_arg)
+  b = _program((6,), jnp.sin, f32(3), not first_arg)
   jp.clear_caches()
   cold_b = jp.dumps(b)
   jp.clear_caches()
   jp.dumps(a)
   assert jp.dumps(b) == cold_b  # not bytes that index a's tables
   got = jp.loads(cold_b)
-  assert got.jaxpr.eqns[-2].params == {"aval": f32(3), "other": lax.cos_p}
-  x = np.arange(6, dtype=np.float32)
-  np.testing.assert_array_equal(jaxpr_as_fun(got)(x)[0], jaxpr_as_fun(b)(x)[0])
+  (eqn,) = [e for e in got.jaxpr.eqns if e.primitive is with_table_params]
+  assert eqn.params == {"aval": f32(3), "other": lax.cos_p}
+  args = [np.ones(v.aval.shape, v.aval.dtype) for v in b.jaxpr.invars]
+  np.testing.assert_array_equal(jaxpr_as_fun(got)(*args)[0], jaxpr_as_fun(b)(*args)[0])
 
 
 def test_params_in_tables_are_read_per_file():
@@ -59,9 +68,10 @@ def test_params_in_tables_are_read_per_file():
   data_a, data_b = jp.dumps(a), jp.dumps(b)
   assert _param_bytes(data_a) == _param_bytes(data_b)
   jp.clear_caches()
-  assert jp.loads(data_a).jaxpr.eqns[-2].params["aval"] == f32(3)
+  params = lambda cj: [e.params for e in cj.jaxpr.eqns if e.primitive is with_table_params][0]
+  assert params(jp.loads(data_a))["aval"] == f32(3)
   got = jp.loads(data_b)
-  assert got.jaxpr.eqns[-2].params["aval"] == f32(4)
+  assert params(got)["aval"] == f32(4)
   assert str(got) == str(b)
 
 

@@ -109,41 +109,41 @@ def _custom_vmap_fixup(params, path):
 FIXUPS = {"reduce": _reduce_fixup, "custom_vmap_call": _custom_vmap_fixup}
 
 
-# (primitive, its params by memo.params_key, names.generation()) -> (the Params'
-# bytes, the features they need): params of plain data, written without adding
-# to any table of the Module, are the same bytes in every Module. Most eqns'
-# params are such, and writing them was most of an encoder's time.
+# (a param's name, its value by memo.value_key, names.generation()) -> (the
+# Param's bytes, the features it needs): a param of plain data, written
+# without referring to any table of the Module (an aval, a primitive, a
+# jaxpr), is the same bytes in every Module. Most params are such, and
+# writing them was most of an encoder's time.
 _PLAIN = memo.memo()
 
 
 def encode_params(enc, eqn, path) -> list[int]:
-  """Indices into Module.params of the eqn's params, in JAX's order."""
-  name, params, st = eqn.primitive.name, eqn.params, enc.state
-  try:
-    key = (name, memo.params_key(params), names.generation())
-  except memo.NoKey:
-    key = None
-  hit = _PLAIN.get(key) if key is not None else None
-  if hit is not None:
-    data, features = hit
-    st.features |= features
-    return [enc.param_bytes(b) for b in data]
-  (out, data), plain, inline, features = st.apart(lambda: _write_params(enc, eqn, path))
-  if key is not None and plain and not inline and not any((name, k) in PARAM_CODECS for k in params):
-    _PLAIN.put(key, (tuple(data), features))
+  """Indices into Module.params of the eqn's params, in JAX's order, each
+  interned as it is written."""
+  name, st, generation = eqn.primitive.name, enc.state, names.generation()
+  out = []
+  for k, v in eqn.params.items():
+    codec = PARAM_CODECS.get((name, k))
+    try:
+      key = None if codec else (k, memo.value_key(v), generation)
+    except memo.NoKey:
+      key = None
+    hit = _PLAIN.get(key) if key is not None else None
+    if hit is None:
+      data, plain, inline, features = st.apart(lambda: _param_bytes(enc, eqn, k, v, codec, path))
+      hit = (data, features)
+      if key is not None and plain and not inline:
+        _PLAIN.put(key, hit)
+    else:
+      st.features |= hit[1]
+    out.append(enc.param_bytes(hit[0]))
   return out
 
 
-def _write_params(enc, eqn, path) -> tuple[list[int], list[bytes]]:
-  """(indices, bytes) of the eqn's params, each interned as it is written."""
-  out, data = [], []
-  for k, v in eqn.params.items():
-    where = f"{path}.params.{k}"
-    codec = PARAM_CODECS.get((eqn.primitive.name, k))
-    value = codec[0](enc, v, eqn, where) if codec else enc.value(v, where)
-    data.append(pb.Param(name=k, value=value).SerializeToString(deterministic=True))
-    out.append(enc.param_bytes(data[-1]))
-  return out, data
+def _param_bytes(enc, eqn, k, v, codec, path) -> bytes:
+  where = f"{path}.params.{k}"
+  value = codec[0](enc, v, eqn, where) if codec else enc.value(v, where)
+  return pb.Param(name=k, value=value).SerializeToString(deterministic=True)
 
 
 def decode_params(dec, prim_name, indices, path) -> dict:

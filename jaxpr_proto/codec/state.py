@@ -31,21 +31,21 @@ class EncodeState:
   symbolic_scope: object = None  # of the symbolic dims, which must share one
   out_of_line: object = None  # a wire.external.Sink for big arrays, or None
   inline_bytes: int = 0  # of array data in the message
-  # Table entries added so far, but for params (see `apart`: writing a param
-  # adds its own entry, the same in any Module).
-  entries: int = 0
+  # Lookups in tables so far, but for params (see `apart`: what refers to an
+  # entry of a table, new or not, refers to another one in another Module).
+  table_refs: int = 0
 
   def intern(self, table: str, key, make: Callable[[], object], keep=None) -> int:
     """The index in Module.<table> of `key`, appending `make()` the first
     time (after whatever `make` itself appends). `keep` is held for the
     encoding's lifetime when the key is its id."""
+    self.table_refs += table != "params"
     seen = self.interned[table]
     i = seen.get(key)
     if i is None:
       msg = make()
       i = seen[key] = len(getattr(self.module, table))
       getattr(self.module, table).append(msg)
-      self.entries += table != "params"
       if keep is not None:
         self.keep.append(keep)
     return i
@@ -54,26 +54,26 @@ class EncodeState:
     """(index, new entry) for a table entry that may refer to itself while it
     is written (jaxprs: their params refer to sub-jaxprs); the entry is None
     when `key` was interned before."""
+    self.table_refs += 1
     seen = self.interned[table]
     i = seen.get(key)
     if i is not None:
       return i, None
     i = seen[key] = len(getattr(self.module, table))
-    self.entries += 1
     if keep is not None:
       self.keep.append(keep)
     return i, getattr(self.module, table).add()
 
   def apart(self, make: Callable[[], object]):
-    """(make(), whether it added no table entry but params, the bytes of
-    array data and the features it added): what a memo of its result must
-    add again."""
-    entries, inline, features, self.features = self.entries, self.inline_bytes, self.features, set()
+    """(make(), whether it referred to no table but params, the bytes of
+    array data and the features it added): whether its result is the same
+    in any Module, and what a memo of it must add again."""
+    refs, inline, features, self.features = self.table_refs, self.inline_bytes, self.features, set()
     try:
       out = make()
     finally:
       added, self.features = self.features, features | self.features
-    return out, self.entries == entries, self.inline_bytes - inline, frozenset(added)
+    return out, self.table_refs == refs, self.inline_bytes - inline, frozenset(added)
 
   @contextlib.contextmanager
   def inside_rule(self):

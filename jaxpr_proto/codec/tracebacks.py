@@ -143,6 +143,7 @@ def encode_traceback(enc, tb) -> int:
   st = enc.state
   if tb is None or not st.debug_info:
     return 0
+  st.table_refs += 1
   seen = st.interned["tracebacks"]
   i = seen.get(tb)
   if i is None:
