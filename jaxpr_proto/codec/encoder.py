@@ -23,8 +23,8 @@ from jaxpr_proto.wire import columns
 from jaxpr_proto.wire.versions import stamp
 
 
-# (a literal's value by memo.literal_key, names.generation()) -> (its Value, the
-# bytes of array data it adds, the features it needs): see Encoder.literal.
+# (a literal's value by memo.literal_key, names.generation()) -> its Value (see
+# EncodeState.memoized): see Encoder.literal.
 _LITERAL_VALUES = _memo.memo()
 
 
@@ -152,21 +152,12 @@ class Encoder:
   def literal(self, x, where) -> pb.Literal:
     # A literal's value is plain data (1.0, 0, True, again and again): its
     # Value and the bytes it adds to the message are kept per process.
-    st = self.state
     try:
       key = (_memo.literal_key(x.val), names.generation())
     except _memo.NoKey:
-      return pb.Literal(value=self.value(x.val, where), aval=self.aval(x.aval, where))
-    hit = _LITERAL_VALUES.get(key)
-    if hit is None:
-      value, plain, inline, features = st.apart(lambda: self.value(x.val, where))
-      hit = (value, inline, features)
-      if plain:
-        _LITERAL_VALUES.put(key, hit)
-    else:
-      st.inline_bytes += hit[1]
-      st.features |= hit[2]
-    return pb.Literal(value=hit[0], aval=self.aval(x.aval, where))
+      key = None
+    value = self.state.memoized(_LITERAL_VALUES, key, lambda: self.value(x.val, where))
+    return pb.Literal(value=value, aval=self.aval(x.aval, where))
 
   def _eqn_columns(self, eqns, ids: dict, prefix: str) -> columns.Columns:
     """The eqns as columns (lists), numbering the variables they define in

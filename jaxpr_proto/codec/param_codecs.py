@@ -109,8 +109,8 @@ def _custom_vmap_fixup(params, path):
 FIXUPS = {"reduce": _reduce_fixup, "custom_vmap_call": _custom_vmap_fixup}
 
 
-# (a param's name, its value by memo.value_key, names.generation()) -> (the
-# Param's bytes, the features it needs): a param of plain data, written
+# (a param's name, its value by memo.value_key, names.generation()) -> the
+# Param's bytes (see EncodeState.memoized): a param of plain data, written
 # without referring to any table of the Module (an aval, a primitive, a
 # jaxpr), is the same bytes in every Module. Most params are such, and
 # writing them was most of an encoder's time.
@@ -128,15 +128,8 @@ def encode_params(enc, eqn, path) -> list[int]:
       key = None if codec else (k, memo.value_key(v), generation)
     except memo.NoKey:
       key = None
-    hit = _PLAIN.get(key) if key is not None else None
-    if hit is None:
-      data, plain, inline, features = st.apart(lambda: _param_bytes(enc, eqn, k, v, codec, path))
-      hit = (data, features)
-      if key is not None and plain and not inline:
-        _PLAIN.put(key, hit)
-    else:
-      st.features |= hit[1]
-    out.append(enc.param_bytes(hit[0]))
+    data = st.memoized(_PLAIN, key, lambda: _param_bytes(enc, eqn, k, v, codec, path))
+    out.append(enc.param_bytes(data))
   return out
 
 

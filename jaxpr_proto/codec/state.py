@@ -31,8 +31,8 @@ class EncodeState:
   symbolic_scope: object = None  # of the symbolic dims, which must share one
   out_of_line: object = None  # a wire.external.Sink for big arrays, or None
   inline_bytes: int = 0  # of array data in the message
-  # Lookups in tables so far, but for params (see `apart`: what refers to an
-  # entry of a table, new or not, refers to another one in another Module).
+  # Lookups in tables so far, but for params (see `memoized`: what refers to
+  # an entry of a table, new or not, refers to another one in another Module).
   table_refs: int = 0
 
   def intern(self, table: str, key, make: Callable[[], object], keep=None) -> int:
@@ -64,16 +64,24 @@ class EncodeState:
       self.keep.append(keep)
     return i, getattr(self.module, table).add()
 
-  def apart(self, make: Callable[[], object]):
-    """(make(), whether it referred to no table but params, the bytes of
-    array data and the features it added): whether its result is the same
-    in any Module, and what a memo of it must add again."""
-    refs, inline, features, self.features = self.table_refs, self.inline_bytes, self.features, set()
+  def memoized(self, memo, key, make: Callable[[], object]):
+    """make(), kept in `memo` (process-wide) under `key` where it is the same
+    in any Module: where making it referred to no table. A kept one adds to
+    this Module again what making it added: bytes of array data, features."""
+    hit = memo.get(key) if key is not None else None
+    if hit is not None:
+      out, (inline, features) = hit
+      self.inline_bytes += inline
+      self.features |= features
+      return out
+    refs, inline, outer, self.features = self.table_refs, self.inline_bytes, self.features, set()
     try:
       out = make()
     finally:
-      added, self.features = self.features, features | self.features
-    return out, self.table_refs == refs, self.inline_bytes - inline, frozenset(added)
+      added, self.features = self.features, outer | self.features
+    if key is not None and self.table_refs == refs:
+      memo.put(key, (out, (self.inline_bytes - inline, frozenset(added))))
+    return out
 
   @contextlib.contextmanager
   def inside_rule(self):
