@@ -1,7 +1,8 @@
-"""Params of plain data are written and read once per process: the encoder
-keeps their bytes and the decoder their values (param_codecs.encode_params,
-Decoder._param). Never for params that refer to a Module's tables, whose
-bytes differ from file to file."""
+"""Params of plain data, and literals' values, are written and read once per
+process: the encoder keeps their bytes (param_codecs.encode_params,
+Encoder.literal) and the decoder params' values (Decoder.param). Never for
+params that refer to a Module's tables, whose bytes differ from file to
+file, and with exact keys (floats by their bits)."""
 from __future__ import annotations
 
 import jax
@@ -10,15 +11,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from jax.extend.core import jaxpr_as_fun
 
 import jaxpr_proto as jp
 from jaxpr_proto import compat
-from jax.extend.core import jaxpr_as_fun
 
 # A user primitive whose params hold an aval and a primitive: values written
 # as indices into the Module's tables.
 with_table_params = jex_core.Primitive("with_table_params")
-with_table_params.def_impl(lambda x, *, aval, other: jnp.zeros(aval.shape, aval.dtype) + other.bind(x, accuracy=None).sum())
+with_table_params.def_impl(
+    lambda x, *, aval, other: jnp.zeros(aval.shape, aval.dtype) + other.bind(x, accuracy=None).sum())
 with_table_params.def_abstract_eval(lambda x, *, aval, other: aval)
 jp.register_primitive(with_table_params, namespace="plain_params_test")
 
