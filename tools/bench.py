@@ -9,7 +9,7 @@ gradient of a transformer block) it prints encode/decode time and bytes of
 fresh process), jax.export's serialize/deserialize time and bytes, pickle of
 the decoded ClosedJaxpr (which goes through .jaxpb), and the ratios between
 them. Decoding is timed four ways: cold (jaxpr_proto's memos cleared too, as
-in a fresh process), warm (bytes not loaded before, the memos of checking kept), again
+in a fresh process), warm (bytes not loaded before, the memos kept), again
 (the same bytes, which passed the checks before: see check.loading) and
 trusted (typecheck=False, cold); and beside them the floor: JAX's own
 constructors and check_jaxpr on the same program, which any decoder that
@@ -128,7 +128,7 @@ def bench(name, fn, args, repeat):
     return jp.loads(data, **kw)
 
   def new_file_loads():
-    _loading.forget_passed()  # as for bytes not loaded before; the memos of checking kept
+    _loading.forget_passed()  # as for bytes not loaded before; the other memos kept
     return jp.loads(data)
 
   t_dec, _, cj2 = _best(cold_loads, repeat)
@@ -150,7 +150,7 @@ def bench(name, fn, args, repeat):
   ms = lambda t: f"{t * 1e3:8.2f} ms"
   print(f"\n== {name}: {len(cj.jaxpr.eqns)} top-level eqns, {n_eqns} in all")
   print(f"  jaxpr-proto   encode {ms(t_enc)}   decode {ms(t_dec)}   {len(data):8d} bytes")
-  print(f"  (warm)                           decode {ms(t_warm)}   bytes not loaded before; the memos of checking kept")
+  print(f"  (warm)                           decode {ms(t_warm)}   bytes not loaded before; the memos kept")
   print(f"  (again)                          decode {ms(t_again)}   the same bytes again: checked before")
   print(f"  (trusted)                        decode {ms(t_dec_trusted)}   typecheck=False")
   print(f"  floor                            {ms(t_floor)}   JAX's constructors and check_jaxpr alone")
