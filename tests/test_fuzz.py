@@ -118,3 +118,19 @@ def test_a_kernel_on_many_simulated_cores_may_run_past_the_limit():
     assert fuzz._timed_out(error) and not fuzz._timed_out(RuntimeError("INTERNAL: other"))
   finally:
     fuzz._alarmed[0] = False
+
+
+def test_a_program_for_other_platforms_only_is_not_a_finding():
+  """Seed 701: a platform_dependent with a branch for another platform only
+  (and no default) fails in JAX's lowering on this CPU, as the original
+  does: a program for another platform, not a file that fails in JAX."""
+  import jax
+  import jax.numpy as jnp
+
+  def platform_index(**branches):
+    cj = jax.make_jaxpr(lambda x: jax.lax.platform_dependent(x, **branches))(1.0)
+    return fuzz._any_eqn(cj.jaxpr, fuzz._for_other_platforms)
+
+  assert platform_index(tpu=jnp.sin)
+  assert not platform_index(tpu=jnp.sin, default=jnp.cos)
+  assert not platform_index(cpu=jnp.sin, tpu=jnp.cos)

@@ -40,7 +40,9 @@ level, and judges it (`judge`):
   program that computes with a dtype this CPU backend cannot compile at all
   (`backend_lacks_dtype`), which another backend may run (float6 in JAX
   0.10-0.12, where even `x + x` fails, is refused on load on CPU and TPU:
-  a constant of it aborts the process there).
+  a constant of it aborts the process there); nor a `platform_dependent`
+  with no branch for this backend and no default (`other_platform`), which
+  JAX's lowering refuses here as it refuses the original.
 
     .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
@@ -88,7 +90,7 @@ _FD = _descriptor.FieldDescriptor
 
 # The outcomes that are not bad.
 GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on", "out_of_memory",
-        "host_callback_failed", "check_not_functionalized", "needs_accelerator",
+        "host_callback_failed", "check_not_functionalized", "needs_accelerator", "other_platform",
         "kernel_out_of_bounds", "backend_lacks_dtype")
 # Saved cases whose seed's program can be pulled back end in this: their
 # replay judges vjp too.
@@ -527,6 +529,9 @@ def _failed(stage: str, e: Exception, cj) -> tuple[str, str]:
   if (cj is not None and "checkify.check which was not functionalized" in str(e)
       and _any_eqn(cj.jaxpr, lambda eqn: eqn.primitive.name == "check")):
     return "check_not_functionalized", f"{stage}: {str(e)[:300]}"
+  if (cj is not None and "'platform_index(" in str(e) and "not found for platform" in str(e)
+      and _any_eqn(cj.jaxpr, _for_other_platforms)):
+    return "other_platform", f"{stage}: {str(e)[:300]}"
   if cj is not None and _any_eqn(cj.jaxpr, lambda eqn: eqn.primitive.name == "pallas_call"):
     if "Only interpret mode is supported on CPU backend" in str(e):
       return "needs_accelerator", f"{stage}: {str(e)[:300]}"
@@ -536,6 +541,14 @@ def _failed(stage: str, e: Exception, cj) -> tuple[str, str]:
       getattr(v.aval, "dtype", None) in _cpu_unusable_dtypes() for v in (*eqn.invars, *eqn.outvars))):
     return "backend_lacks_dtype", f"{stage}: {str(e)[:300]}"
   return "fails_in_jax", f"{stage}: {type(e).__name__}: {str(e)[:1500]}"
+
+
+def _for_other_platforms(eqn) -> bool:
+  """A platform_index with no branch for this backend and no default."""
+  import jax
+  platforms = eqn.params.get("platforms") if eqn.primitive.name == "platform_index" else None
+  return bool(platforms) and None not in platforms and not any(
+      jax.default_backend() in ps for ps in platforms)
 
 
 _UNUSABLE = None
