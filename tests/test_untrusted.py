@@ -262,6 +262,30 @@ def _eqn_param(m, eqn, name):
   return next(m.params[q].value for q in eqn.params if m.params[q].name == name)
 
 
+def test_own_jaxpr_anywhere_loads_the_same_program(base):
+  """ClosedJaxpr.own_jaxpr only asks for a jaxpr object of its own: set on
+  every entry (the root, cond's branches), the program is the same."""
+  m = _copy(base)
+  for c in m.closed_jaxprs:
+    c.own_jaxpr = True
+  cj, cj2 = jp.decode(base), jp.decode(m)
+  assert str(cj2) == str(cj)
+  args = (np.array([1.0, -2.0, 0.5], np.float32), np.float32(2.0))
+  for a, b in zip(jax.extend.core.jaxpr_as_fun(cj2)(*args), jax.extend.core.jaxpr_as_fun(cj)(*args)):
+    np.testing.assert_array_equal(a, b)
+
+
+def test_bad_eqn_in_a_jaxpr_of_its_own_is_found(base):
+  m = _copy(base)
+  branches = next(p for p in m.params if p.name == "branches").value.tuple.items
+  first, second = (m.closed_jaxprs[b.closed_jaxpr] for b in branches)
+  second.jaxpr, second.own_jaxpr = first.jaxpr, True  # both branches: the first's jaxpr
+  jp.decode(m)
+  j = m.jaxprs[first.jaxpr]
+  j.eqns[0].invars[0].var = j.eqns[0].outvars[0].var.id
+  _fails(m, match="used before it is defined", path="eqn[3].params.branches[0].eqn[0].invars[0]")
+
+
 def test_sub_jaxpr_that_refers_to_itself(base):
   m = _copy(base)
   p = next(p for p in m.params if p.name == "branches")

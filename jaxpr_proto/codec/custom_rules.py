@@ -14,6 +14,7 @@ import types
 import numpy as np
 
 from jaxpr_proto import compat
+from jaxpr_proto.codec import tracebacks
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -45,15 +46,39 @@ def _rule_functions(fun, depth=0, out=None):
   return out
 
 
-def _rule_key(kind, thunk, call_jaxpr, extra):
+def _rule_key(enc, kind, thunk, call_jaxpr, extra):
   """One saved rule per rule function and call: the call by its structure
-  (compat.memo.fingerprint), or its printout where that has no exact key."""
-  try:
-    call = ("fingerprint", compat.memo.fingerprint(call_jaxpr))
-    hash(call)
-  except Exception:  # (NoKey: a function or big constant in it)
-    call = ("printed", str(call_jaxpr), tuple(map(str, call_jaxpr.in_avals)))
+  (compat.memo.fingerprint), or its printout where that has no exact key;
+  found once for calls of equal content (call_content)."""
+  st = enc.state
+  content = st.call_contents.get(compat.memo.identity(call_jaxpr))
+  call = st.call_keys.get(content) if content is not None else None
+  if call is None:
+    try:
+      call = ("fingerprint", compat.memo.fingerprint(call_jaxpr))
+      hash(call)
+    except Exception:  # (NoKey: a function or big constant in it)
+      call = ("printed", str(call_jaxpr), tuple(map(str, call_jaxpr.in_avals)))
+    if content is not None:
+      st.call_keys[content] = call
   return (kind, tuple(_rule_functions(thunk)), call, extra)
+
+
+def call_content(enc, call_jaxpr):
+  """An exact key of all that is written of a custom_jvp/custom_vjp call
+  (compat.memo.content_key), or None. A function wrapped in custom_jvp is
+  traced anew at each call (jax.nn.relu in every layer): equal copies are
+  written once."""
+  # a traceback by its entry in the Module, one per list of frames written
+  frames = (lambda tb: tracebacks.encode_traceback(enc, tb)) if enc.state.debug_info else None
+  try:
+    key = ("content", compat.memo.content_key(call_jaxpr, frames))
+    hash(key)
+  except Exception:  # (NoKey: a big constant, a function in it)
+    key = None
+  # (kept alive by its entry in the Module's closed jaxprs)
+  enc.state.call_contents[compat.memo.identity(call_jaxpr)] = key
+  return key
 
 
 def _closed(jaxpr, consts):
@@ -66,7 +91,7 @@ def encode_jvp_rule(enc, eqn, path) -> int:
   params = eqn.params
   thunk = params["jvp_jaxpr_fun"]
   call_jaxpr = params["call_jaxpr"]
-  key = _rule_key("jvp", thunk, call_jaxpr, (params["num_consts"], params["symbolic_zeros"]))
+  key = _rule_key(enc, "jvp", thunk, call_jaxpr, (params["num_consts"], params["symbolic_zeros"]))
   idx, entry = enc.state.reserve("rules", key)
   if entry is None:
     return idx
@@ -110,7 +135,7 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   params = eqn.params
   thunk, bwd, out_trees = params["fwd_jaxpr_thunk"], params["bwd"], params["out_trees"]
   call_jaxpr, num_consts = params["call_jaxpr"], params["num_consts"]
-  key = _rule_key("vjp", thunk, call_jaxpr, (num_consts, params["symbolic_zeros"], id(bwd.f)))
+  key = _rule_key(enc, "vjp", thunk, call_jaxpr, (num_consts, params["symbolic_zeros"], id(bwd.f)))
   idx, entry = enc.state.reserve("rules", key)
   if entry is None:
     return idx

@@ -79,6 +79,8 @@ class Decoder:
       try:
         msg = st.entry("closed_jaxprs", i, "closed jaxpr", path)
         jaxpr = self.jaxpr(msg.jaxpr, path)
+        if msg.own_jaxpr:  # (another entry's jaxpr, as an object of its own)
+          jaxpr = compat.copy_jaxpr(jaxpr)
         walk.check_consts(self.m, msg, f"{path}.consts" if path else "consts")
         # The file's constvars (JAX >= 0.11 counts constvars only once consts are attached).
         constvars = jaxpr.invars[:len(msg.consts)] if compat.UNIFIED_JAXPR else jaxpr.constvars

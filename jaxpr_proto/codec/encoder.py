@@ -106,12 +106,24 @@ class Encoder:
     return msg
 
   # --- jaxprs -------------------------------------------------------------
-  def closed_jaxpr(self, cj, path: str) -> int:
-    i, msg = self.state.reserve("closed_jaxprs", id(cj), cj)
-    if msg is not None:
-      msg.jaxpr = self.jaxpr(cj.jaxpr, path)
-      for k, c in enumerate(cj.consts):
-        msg.consts.append(self.value(c, f"{path}.consts[{k}]"))
+  def closed_jaxpr(self, cj, path: str, content=None) -> int:
+    """The index of `cj` in Module.closed_jaxprs, one entry per object.
+    `content` is an exact key of all that is written of it (see
+    custom_rules.call_content): a copy equal to one written before is an
+    entry naming that one's jaxpr and consts (own_jaxpr), not written again."""
+    st = self.state
+    i, msg = st.reserve("closed_jaxprs", id(cj), cj)
+    if msg is None:
+      return i
+    if content is not None:
+      first = st.interned["closed_jaxprs"].setdefault(content, i)
+      if first != i:
+        msg.CopyFrom(st.module.closed_jaxprs[first])
+        msg.own_jaxpr = True
+        return i
+    msg.jaxpr = self.jaxpr(cj.jaxpr, path)
+    for k, c in enumerate(cj.consts):
+      msg.consts.append(self.value(c, f"{path}.consts[{k}]"))
     return i
 
   def jaxpr(self, jaxpr, path: str) -> int:

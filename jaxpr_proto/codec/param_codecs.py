@@ -29,6 +29,19 @@ def _rule_param(encode_rule, attr):
   return encode, decode
 
 
+def _custom_call():
+  """A custom_jvp/custom_vjp call_jaxpr: a closed jaxpr written as any other,
+  but once for equal copies (custom_rules.call_content)."""
+  def encode(enc, value, eqn, path):
+    if not isinstance(value, compat.ClosedJaxpr):
+      return enc.value(value, path)
+    return pb.Value(closed_jaxpr=enc.closed_jaxpr(value, path, custom_rules.call_content(enc, value)))
+
+  def decode(dec, msg, path):
+    return dec.value(msg, path)
+  return encode, decode
+
+
 def _reduce_computation():
   """reduce's Python `computation`: rebuilt on load from its `jaxpr` param
   (see FIXUPS), keeping the function's name for printing."""
@@ -79,6 +92,8 @@ def _linear_call_transpose():
 
 # (primitive name, param name) -> (encode, decode)
 PARAM_CODECS = {
+    ("custom_jvp_call", "call_jaxpr"): _custom_call(),
+    ("custom_vjp_call", "call_jaxpr"): _custom_call(),
     ("custom_jvp_call", "jvp_jaxpr_fun"): _rule_param(custom_rules.encode_jvp_rule, "thunk"),
     ("custom_vjp_call", "fwd_jaxpr_thunk"): _rule_param(custom_rules.encode_vjp_rule, "fwd_thunk"),
     ("custom_vjp_call", "bwd"): _rule_param(custom_rules.encode_vjp_rule, "bwd"),

@@ -25,6 +25,10 @@ class EncodeState:
   interned: dict[str, dict] = dataclasses.field(default_factory=lambda: collections.defaultdict(dict))
   keep: list = dataclasses.field(default_factory=list)  # interned objects, so their ids stay unique
   by_id: dict = dataclasses.field(default_factory=dict)  # memo.identity(kept object) -> its index (the eqn loop's memo)
+  # Custom rules' calls: memo.identity(kept call) -> its content key
+  # (custom_rules.call_content), and a content key -> the call's part of a rule key.
+  call_contents: dict = dataclasses.field(default_factory=dict)
+  call_keys: dict = dataclasses.field(default_factory=dict)
   namespaces: set[str] = dataclasses.field(default_factory=set)  # of the primitives used
   features: set[str] = dataclasses.field(default_factory=set)  # Module.required_features
   rule_depth: int = 0  # custom_jvp rules being encoded inside one another

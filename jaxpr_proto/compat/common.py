@@ -239,6 +239,32 @@ def bwd_return(cotangents):
 Inline = None  # jit's inline param is a bool (an enum from JAX 0.11)
 
 
+def copy_jaxpr(j):
+  """j with variables of its own, as a second trace of one function gives
+  (JAX's printer names variables by identity); its eqns' params, sub-jaxprs
+  and source info are j's."""
+  new = {}
+
+  def bind(v):
+    if isinstance(v, core.DropVar):
+      return core.DropVar(v.aval)
+    new[v] = out = core.Var(v.aval)
+    for field in ("initial_qdd", "final_qdd"):  # (JAX 0.10)
+      if getattr(v, field, None) is not None:
+        setattr(out, field, getattr(v, field))
+    return out
+
+  def use(x):
+    return x if isinstance(x, core.Literal) else new.get(x, x)
+
+  constvars = [bind(v) for v in j.constvars]
+  invars = [bind(v) for v in j.invars]
+  eqns = [e.replace(invars=[use(x) for x in e.invars], outvars=[bind(v) for v in e.outvars])
+          for e in j.eqns]
+  return j.replace(constvars=constvars, invars=invars, eqns=eqns,
+                   outvars=[use(x) for x in j.outvars], debug_info=j.debug_info)
+
+
 def jaxpr_key(j) -> int:
   """Identifies a jaxpr across its closed forms (see v0_11.py)."""
   return id(j)

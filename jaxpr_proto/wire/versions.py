@@ -75,6 +75,9 @@ MINOR_ADDITIONS: list[tuple[int, str, object]] = [
     # Read as its dtype by a 1.0 reader: the program runs, and prints the dtype.
     (1, "DtypeValue.numpy_scalar_type", lambda m: any(
         p.value.WhichOneof("kind") == "dtype" and p.value.dtype.numpy_scalar_type for p in m.params)),
+    # Read by a 1.2 reader as one jaxpr object shared by the entries: the
+    # program runs the same, and prints the shared jaxpr once.
+    (3, "ClosedJaxpr.own_jaxpr", lambda m: any(c.own_jaxpr for c in m.closed_jaxprs)),
 ]
 
 
