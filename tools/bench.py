@@ -13,7 +13,8 @@ in a fresh process), warm (bytes not loaded before, the memos kept), again
 (the same bytes, which passed the checks before: see check.loading) and
 trusted (typecheck=False, cold); and beside them the floor: JAX's own
 constructors and check_jaxpr on the same program, which any decoder that
-returns a type-checked jaxpr spends at least.
+returns a type-checked jaxpr spends at least. Each program's steps run in
+turn, round after round, best of 4 x --repeat rounds.
 
 Then a chain of elementwise eqns at each size of --eqns: eqns per second of
 `jp.dumps` and of `jp.loads(typecheck=False)`, and the time per eqn against
@@ -116,13 +117,29 @@ def demo_program():
   return "demo_mlp_train_step", demo.train_step, demo.example_args()
 
 
+def _rounds(steps: list, repeat):
+  """{name: best time} of each (name, step), all run in turn, round after
+  round: a spell of this machine running slower slows every step alike,
+  not the one that it meets. Steps named None run untimed."""
+  best = {k: float("inf") for k, _ in steps if k is not None}
+  for _ in range(repeat):
+    for k, step in steps:
+      t = time.perf_counter()
+      step()
+      if k is not None:
+        best[k] = min(best[k], time.perf_counter() - t)
+  return best
+
+
 def bench(name, fn, args, repeat):
   def trace():
     jax.clear_caches()
     return jax.make_jaxpr(fn)(*args)
 
-  t_trace, _, cj = _best(trace, repeat)
-  t_enc, _, data = _best(lambda: jp.dumps(cj), repeat)
+  def export():
+    jax.clear_caches()
+    return jax.export.export(jax.jit(fn))(*args)
+
   def cold_loads(**kw):
     jp.clear_caches()  # as make_jaxpr's jax.clear_caches(): as in a fresh process
     return jp.loads(data, **kw)
@@ -131,20 +148,26 @@ def bench(name, fn, args, repeat):
     _loading.forget_passed()  # as for bytes not loaded before; the other memos kept
     return jp.loads(data)
 
-  t_dec, _, cj2 = _best(cold_loads, repeat)
-  t_warm, _, _ = _best(new_file_loads, repeat)
-  jp.loads(data)
-  t_again, _, cj3 = _best(lambda: jp.loads(data), repeat)
-  t_dec_trusted, _, _ = _best(lambda: cold_loads(typecheck=False), repeat)
+  cj = trace()
+  data = jp.dumps(cj)
+  cj2, cj3 = cold_loads(), jp.loads(data)
   assert str(cj2) == str(cj) == str(cj3)
-  t_floor, _, _ = _best(lambda: floor(cj), repeat)
-  t_pdump, _, pdata = _best(lambda: pickle.dumps(cj2), repeat)
-  t_pload, _, _ = _best(lambda: pickle.loads(pdata), repeat)
-
-  t_export, _, exported = _best(lambda: jax.clear_caches() or jax.export.export(jax.jit(fn))(*args),
-                                repeat)
-  t_ser, _, ser = _best(exported.serialize, repeat)
-  t_deser, _, _ = _best(lambda: jax.export.deserialize(ser), repeat)
+  pdata = pickle.dumps(cj2)
+  exported = export()
+  ser = exported.serialize()
+  again, enc = lambda: jp.loads(data), lambda: jp.dumps(cj)
+  # (encoding and loading again are timed with the memos that a first run of
+  # each fills: cold_loads empties them)
+  t = _rounds([
+      ("trace", trace), (None, enc), ("enc", enc),
+      ("trusted", lambda: cold_loads(typecheck=False)), ("dec", cold_loads),
+      ("warm", new_file_loads), (None, again), ("again", again), ("pload", lambda: pickle.loads(pdata)),
+      ("floor", lambda: floor(cj)), ("pdump", lambda: pickle.dumps(cj2)),
+      ("export", export), ("ser", exported.serialize), ("deser", lambda: jax.export.deserialize(ser))],
+      repeat)
+  t_trace, t_enc, t_dec, t_warm, t_again, t_dec_trusted, t_floor = (
+      t["trace"], t["enc"], t["dec"], t["warm"], t["again"], t["trusted"], t["floor"])
+  t_pdump, t_pload, t_export, t_ser, t_deser = t["pdump"], t["pload"], t["export"], t["ser"], t["deser"]
   n_eqns = sum(1 for _ in _all_eqns(cj.jaxpr))
 
   ms = lambda t: f"{t * 1e3:8.2f} ms"
