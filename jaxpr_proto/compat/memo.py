@@ -274,4 +274,3 @@ def _fingerprint(j, param, frames=None):
   if frames is not None:
     key += (_debug_info_key(inner.debug_info), getattr(inner, "is_high", False))
   return key
-
