@@ -110,6 +110,38 @@ def test_type_memo_does_not_hide_a_wrong_type():
                                 jax.jit(f)(*args))
 
 
+def test_custom_type_rule_memo_does_not_hide_a_wrong_type():
+  """JAX's own type rules (broadcast_in_dim's, here of a variable and of a
+  literal) are memoized too: warm from a file, the same file with a
+  broadcast's output type changed is refused as with the memo empty."""
+  f = lambda x: x + jnp.ones((3, 4), np.float32) + jnp.float32(2.0)
+  x = np.ones((4,), np.float32)
+  cj = jax.make_jaxpr(f)(x)
+  assert "broadcast_in_dim" in str(cj)
+  m = jp.encode(cj)
+  root = m.jaxprs[m.closed_jaxprs[m.root].jaxpr]
+  broadcasts = [e for e in root.eqns if m.primitives[e.primitive].name == "broadcast_in_dim"]
+  assert broadcasts
+  wrong = m.avals.add()
+  wrong.CopyFrom(m.avals[broadcasts[0].outvars[0].var.aval])
+  dims = wrong.shaped_array.shape
+  dims[0].constant, dims[1].constant = dims[1].constant, dims[0].constant  # f32[4,3], not f32[3,4]
+  broadcasts[0].outvars[0].var.aval = len(m.avals) - 1
+  bad = m.SerializeToString()
+
+  def refusal():
+    with pytest.raises(jp.DecodeError) as e:
+      jp.loads(bad)
+    return str(e.value)
+
+  jp.clear_caches()
+  cold = refusal()
+  good = jp.loads(jp.dumps(cj))
+  assert any(k[0].name == "broadcast_in_dim" for k in common._CUSTOM_TYPES), "not memoized"
+  assert refusal() == cold and "broadcast_in_dim" in cold
+  np.testing.assert_array_equal(jax.extend.core.jaxpr_as_fun(good)(x)[0], f(x))
+
+
 def test_context_key_follows_the_configuration():
   outside = memo.context_key()
   with jax.enable_x64(not jax.config.jax_enable_x64):

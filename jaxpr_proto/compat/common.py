@@ -365,6 +365,9 @@ def shared_sub_jaxprs_checked_once():
     core.check_jaxpr = _check_once(core.check_jaxpr)  # once per process; a no-op outside
   if not getattr(core.check_eqn, "_jaxpr_proto_memo", False):
     core.check_eqn = _check_eqn_memo(core.check_eqn)
+  for prim, rule in list(core.custom_typechecks.items()):  # (a module imported since may add one)
+    if not getattr(rule, "_jaxpr_proto_memo", False):
+      core.custom_typechecks[prim] = _custom_typecheck_memo(prim, rule)
   outer = getattr(_checked, "passed", None)
   if outer is None:
     _checked.passed, _checked.params_keys = {}, {}
@@ -426,6 +429,38 @@ def _check_eqn_memo(original):
     return list(out_avals), effs
   check_eqn._jaxpr_proto_memo = True
   return check_eqn
+
+
+_CUSTOM_TYPES = memo.memo()  # (primitive, operands' types, params, JAX config) -> (out types, effects)
+
+
+def _custom_typecheck_memo(prim, original):
+  """One of JAX's own type rules (broadcast_in_dim, reshape, iota, ...; and
+  those of jit, cond, scan, whose params hold jaxprs and have no key),
+  memoized as `_check_eqn_memo` memoizes the others: by the types of the
+  operands, and a literal's value too, which a rule may read."""
+  def rule(ctx_factory, *in_atoms, **params):
+    if getattr(_checked, "passed", None) is None:
+      return original(ctx_factory, *in_atoms, **params)
+
+    def typed():
+      out_type, effs = original(ctx_factory, *in_atoms, **params)
+      return tuple(out_type), effs
+    def key():
+      return (prim, tuple(map(_operand_key, in_atoms)), memo.params_key(params),
+              memo.context_key())
+    out_type, effs = _CUSTOM_TYPES.lookup(key, typed)
+    return list(out_type), effs
+  rule._jaxpr_proto_memo = True
+  return rule
+
+
+def _operand_key(x):
+  if isinstance(x, core.Literal):
+    return ("literal", x.aval, memo.literal_key(x.val))
+  if type(x) is core.Var:
+    return x.aval
+  raise memo.NoKey  # (a mutable value's state)
 
 
 def check_jaxpr_frame_eqn_index(tb) -> int | None:
