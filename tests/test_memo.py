@@ -82,6 +82,22 @@ def test_rule_verdicts_are_per_rule():
   assert not param_rules._JVP_VERDICTS and not common._EQN_TYPES
 
 
+def _refused_cold_and_warm(bad: bytes, cj, type_memo, prim_name: str):
+  """`bad` is refused, naming `prim_name`, with the memos empty, and the same
+  way once loading `cj` filled `type_memo`; returns `cj` loaded."""
+  def refusal():
+    with pytest.raises(jp.DecodeError) as e:
+      jp.loads(bad)
+    return str(e.value)
+
+  jp.clear_caches()
+  cold = refusal()
+  good = jp.loads(jp.dumps(cj))
+  assert type_memo, "the type memo was not used"
+  assert refusal() == cold and prim_name in cold
+  return good
+
+
 def test_type_memo_does_not_hide_a_wrong_type():
   """With the memo warm from a file, the same file with one output type
   changed is refused as it is with the memo empty."""
@@ -94,18 +110,7 @@ def test_type_memo_does_not_hide_a_wrong_type():
              if m.primitives[e.primitive].name == "tanh")
   x_aval = m.jaxprs[m.closed_jaxprs[m.root].jaxpr].invars[0].aval
   eqn.outvars[0].var.aval = x_aval
-  bad = m.SerializeToString()
-
-  def refusal():
-    with pytest.raises(jp.DecodeError) as e:
-      jp.loads(bad)
-    return str(e.value)
-
-  jp.clear_caches()
-  cold = refusal()
-  good = jp.loads(jp.dumps(cj))
-  assert common._EQN_TYPES, "the type memo was not used"
-  assert refusal() == cold and "tanh" in cold
+  good = _refused_cold_and_warm(m.SerializeToString(), cj, common._EQN_TYPES, "tanh")
   np.testing.assert_array_equal(jax.jit(jax.extend.core.jaxpr_as_fun(good))(*args)[0],
                                 jax.jit(f)(*args))
 
@@ -127,18 +132,8 @@ def test_custom_type_rule_memo_does_not_hide_a_wrong_type():
   dims = wrong.shaped_array.shape
   dims[0].constant, dims[1].constant = dims[1].constant, dims[0].constant  # f32[4,3], not f32[3,4]
   broadcasts[0].outvars[0].var.aval = len(m.avals) - 1
-  bad = m.SerializeToString()
-
-  def refusal():
-    with pytest.raises(jp.DecodeError) as e:
-      jp.loads(bad)
-    return str(e.value)
-
-  jp.clear_caches()
-  cold = refusal()
-  good = jp.loads(jp.dumps(cj))
-  assert any(k[0].name == "broadcast_in_dim" for k in common._CUSTOM_TYPES), "not memoized"
-  assert refusal() == cold and "broadcast_in_dim" in cold
+  good = _refused_cold_and_warm(m.SerializeToString(), cj, common._CUSTOM_TYPES, "broadcast_in_dim")
+  assert any(k[0].name == "broadcast_in_dim" for k in common._CUSTOM_TYPES)
   np.testing.assert_array_equal(jax.extend.core.jaxpr_as_fun(good)(x)[0], f(x))
 
 
