@@ -415,9 +415,6 @@ def _check_eqn_memo(original):
     if getattr(_checked, "passed", None) is None:
       return original(prim, in_avals, params)
 
-    def typed():
-      out_avals, effs = original(prim, in_avals, params)
-      return tuple(out_avals), effs
     def key():
       # (eqns that the decoder gave one group's params share the dict: its key is made once)
       keys = _checked.params_keys
@@ -425,8 +422,7 @@ def _check_eqn_memo(original):
       if entry is None:  # (kept: its identity stays its own)
         entry = keys[memo.identity(params)] = memo.params_key(params), params
       return prim, tuple(in_avals), entry[0], memo.context_key()
-    out_avals, effs = _EQN_TYPES.lookup(key, typed)
-    return list(out_avals), effs
+    return _memoized_type(_EQN_TYPES, key, lambda: original(prim, in_avals, params))
   check_eqn._jaxpr_proto_memo = True
   return check_eqn
 
@@ -443,16 +439,22 @@ def _custom_typecheck_memo(prim, original):
     if getattr(_checked, "passed", None) is None:
       return original(ctx_factory, *in_atoms, **params)
 
-    def typed():
-      out_type, effs = original(ctx_factory, *in_atoms, **params)
-      return tuple(out_type), effs
-    def key():
+    def key():  # (params is a new dict at each call: no key of it to keep)
       return (prim, tuple(map(_operand_key, in_atoms)), memo.params_key(params),
               memo.context_key())
-    out_type, effs = _CUSTOM_TYPES.lookup(key, typed)
-    return list(out_type), effs
+    return _memoized_type(_CUSTOM_TYPES, key, lambda: original(ctx_factory, *in_atoms, **params))
   rule._jaxpr_proto_memo = True
   return rule
+
+
+def _memoized_type(store, make_key, compute):
+  """(output types as a list, effects) of a type rule, `compute()`, kept in
+  `store` under `make_key()` (computed afresh where there is no key)."""
+  def typed():
+    out_types, effs = compute()
+    return tuple(out_types), effs
+  out_types, effs = store.lookup(make_key, typed)
+  return list(out_types), effs
 
 
 def _operand_key(x):
