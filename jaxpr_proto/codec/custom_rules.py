@@ -69,10 +69,14 @@ def call_content(enc, call_jaxpr):
   (compat.memo.content_key), or None. A function wrapped in custom_jvp is
   traced anew at each call (jax.nn.relu in every layer): equal copies are
   written once."""
-  # a traceback by its entry in the Module, one per list of frames written
-  frames = (lambda tb: tracebacks.encode_traceback(enc, tb)) if enc.state.debug_info else None
+  written = {}
+  if enc.state.debug_info:  # (as written: source info by its entries in the Module)
+    written = dict(
+        source_info=lambda si: (tracebacks.encode_traceback(enc, si.traceback),
+                                tracebacks.encode_name_stack(enc, si.name_stack)),
+        debug_info=lambda d: enc.debug_info_msg(d).SerializeToString(deterministic=True))
   try:
-    key = ("content", compat.memo.content_key(call_jaxpr, frames))
+    key = ("content", compat.memo.content_key(call_jaxpr, **written))
     hash(key)
   except Exception:  # (NoKey: a big constant, a function in it)
     key = None

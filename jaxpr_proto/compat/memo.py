@@ -210,38 +210,26 @@ def _context_key(ctx):
   return tuple((s, repr(getattr(ctx, s, None))) for s in getattr(type(ctx), "__slots__", ()))
 
 
-def content_key(j, frames=None):
+def content_key(j, source_info=None, debug_info=None):
   """An exact key of all that an encoder writes of one jaxpr or closed jaxpr:
   its structure as `fingerprint` keys it, but the jaxprs in its params by
   identity (each written once, their sharing kept), so that two traces of
-  one function whose sub-jaxprs JAX cached get equal keys; with `frames`
-  (traceback -> the frames written of it), each eqn's traceback and name
-  stack and the jaxpr's debug info, as written. Raises NoKey, also for
-  other objects in params (functions, rules): a decoder may make one object
-  of two, and decoding must not make more of a program equal. The key holds
-  ids: the jaxpr must stay alive while it is used."""
+  one function whose sub-jaxprs JAX cached get equal keys; and with
+  `source_info` and `debug_info` (each -> a key of what the encoder writes
+  of it), each eqn's source info and the jaxpr's debug info. Raises NoKey,
+  also for other objects in params (functions, rules): a decoder may make
+  one object of two, and decoding must not make more of a program equal.
+  The key holds ids: the jaxpr must stay alive while it is used."""
   def param(v):
     if isinstance(v, _JAXPR_TYPES):
       return ("same", identity(v))
     if type(v) is tuple:
       return (tuple, tuple(map(param, v)))
     return value_key(v)
-  return _fingerprint(j, param, frames)
+  return _fingerprint(j, param, source_info, debug_info)
 
 
-def _debug_info_key(d):
-  """A DebugInfo as written (jaxpr_proto.codec.encoder.debug_info_msg)."""
-  if d is None:
-    return None
-  paths = d.result_paths
-  if callable(paths):
-    paths = paths()
-  strs = lambda xs: None if xs is None else tuple(None if x is None else str(x) for x in xs)
-  return (d.traced_for, d.func_src_info or "", strs(d.arg_names),
-          strs(paths) if isinstance(paths, tuple) else None)
-
-
-def _fingerprint(j, param, frames=None):
+def _fingerprint(j, param, source_info=None, debug_info=None):
   inner = j.jaxpr if isinstance(j, jex_core.ClosedJaxpr) else j
   consts = tuple(_array_key(c) for c in getattr(j, "consts", ()))
   names: dict = {}
@@ -266,11 +254,12 @@ def _fingerprint(j, param, frames=None):
     outs = tuple(("drop", v.aval) if isinstance(v, core.DropVar) else bind(v)
                  for v in e.outvars)
     eqn = (e.primitive, params, ins, outs, frozenset(e.effects), _context_key(e.ctx))
-    if frames is not None:
-      eqn += (frames(e.source_info.traceback), e.source_info.name_stack)
+    if source_info is not None:
+      eqn += (source_info(e.source_info),)
     eqns.append(eqn)
   key = (consts, head, tuple(eqns), tuple(atom(a) for a in inner.outvars),
          frozenset(inner.effects))
-  if frames is not None:
-    key += (_debug_info_key(inner.debug_info), getattr(inner, "is_high", False))
+  if debug_info is not None:
+    d = inner.debug_info
+    key += (None if d is None else debug_info(d), getattr(inner, "is_high", False))
   return key
