@@ -4,6 +4,7 @@ see jaxpr_proto/compat/__init__.py."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 
@@ -341,15 +342,102 @@ def check_jaxpr_eqns(jaxpr) -> None:
   """JAX's own type check of one jaxpr, without pretty-printing the whole
   jaxpr: raises JaxprTypeError(message, eqn_index) at the first bad eqn.
   Sub-jaxprs are checked as far as JAX's rules check them."""
-  import functools
   check = getattr(core, "_check_jaxpr", None)
   if check is None:  # pragma: no cover - a JAX without the internal entry point
     return core.check_jaxpr(jaxpr)
+  if not _plain_jaxpr_passes(jaxpr):
+    check(_pp_context(), jaxpr)
 
-  @functools.cache
-  def ctx_factory():
-    return core.JaxprPpContext(), core.JaxprPpSettings()
-  return check(ctx_factory, jaxpr)
+
+def _pp_context():
+  """What JAX's type rules print their errors with: a new one per check, as
+  core.check_jaxpr makes, so that variables are named from 'a' up."""
+  return functools.cache(lambda: (core.JaxprPpContext(), core.JaxprPpSettings()))
+
+
+def _plain_jaxpr_passes(jaxpr) -> bool:
+  """Whether JAX's check of `jaxpr` (core._check_jaxpr) passes, found
+  without its per-eqn cost where every eqn is plain: variables of array
+  type, no effects, no jaxprs in params, no call or ref primitives. Each
+  eqn is checked as JAX checks it (operands bound before, literals of their
+  type, each binder bound once and of the type that the eqn's type rule
+  gives), but the rule runs (memoized, in the eqn's context) once per
+  distinct params, context and operand types of the jaxpr, where JAX's loop
+  calls it, and compares the types, at every eqn. False for any other
+  jaxpr, and for any failure: JAX's own check then runs, and names it.
+  Only while loading (`shared_sub_jaxprs_checked_once`)."""
+  if getattr(_checked, "passed", None) is None:
+    return False
+  try:
+    return _plain_check(jaxpr)
+  except Exception:  # (a type rule that raised: JAX's check raises it with its eqn)
+    return False
+
+
+def _plain_check(jaxpr) -> bool:
+  ident, array, var, literal = memo.identity, core.ShapedArray, core.Var, core.Literal
+  rules, typecheck, typematch = core.custom_typechecks, core.typecheck, core.typematch
+  bound = set()
+  for v in (*jaxpr.constvars, *jaxpr.invars):
+    if type(v) is not var or type(v.aval) is not array or v in bound or \
+        getattr(v, "initial_qdd", None) is not None:
+      return False
+    bound.add(v)
+
+  def operand_keys(atoms, by_value):
+    keys = []
+    for x in atoms:
+      if type(x) is var:
+        if x not in bound:
+          return None
+        keys.append(ident(x.aval))
+      elif type(x) is literal and type(x.aval) is array and typecheck(x.aval, x.val):
+        keys.append(ident(x) if by_value else ident(x.aval))  # (a custom rule may read the value)
+      else:
+        return None
+    return tuple(keys)
+
+  pp_context = _pp_context()
+  types = {}  # (primitive, params, context, operand keys) -> the rule's output types
+  matched = set()  # (binder's type, computed type) pairs that typematch
+  for eqn in jaxpr.eqns:
+    prim, params = eqn.primitive, eqn.params
+    if eqn.effects or prim.call_primitive or getattr(prim, "ref_primitive", True):
+      return False
+    rule = rules.get(prim)
+    keys = operand_keys(eqn.invars, rule is not None)
+    if keys is None:
+      return False
+    key = (prim, ident(params), ident(eqn.ctx), keys)
+    out = types.get(key)
+    if out is None:
+      if next(iter(core.jaxprs_in_params(params)), None) is not None:
+        return False
+      with eqn.ctx.manager:
+        if rule is not None:
+          out, effs = rule(pp_context, *eqn.invars, **params)
+        else:
+          out, effs = core.check_eqn(prim, [x.aval for x in eqn.invars], params)
+      out = types[key] = tuple(out)
+      if effs or any(type(a) is not array for a in out):
+        return False
+    if len(out) != len(eqn.outvars):
+      return False
+    for v, a in zip(eqn.outvars, out):
+      if type(v.aval) is not array:
+        return False
+      pair = (ident(v.aval), ident(a))
+      if pair not in matched:
+        if not typematch(v.aval, a):
+          return False
+        matched.add(pair)
+      if type(v) is var:
+        if v in bound:
+          return False
+        bound.add(v)
+      elif type(v) is not core.DropVar:
+        return False
+  return operand_keys(jaxpr.outvars, False) is not None
 
 
 _checked = threading.local()  # .passed: the jaxprs checked in this thread's current load
@@ -387,7 +475,8 @@ def _check_once(original):
     env = core.get_axis_env()
     key = (id(jaxpr), id(env), vma.value if vma is not None else None)
     if key not in passed:
-      original(jaxpr)
+      if not _plain_jaxpr_passes(jaxpr):
+        original(jaxpr)
       passed[key] = jaxpr, env  # kept alive, so that their ids stay their own
   check_jaxpr._jaxpr_proto_once = True
   return check_jaxpr
