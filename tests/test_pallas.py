@@ -345,6 +345,51 @@ def test_hostile_tpu_mutations_are_refused_with_a_path(case):
     jp.loads(m.SerializeToString())
 
 
+def _interpret_field(name, **value):
+  def mutate(m):
+    _field(_param(m, "interpret").record, name).CopyFrom(pb.Value(**value))
+  return mutate
+
+
+HOSTILE_INTERPRET = {
+    # (found by the fuzzer: the core count reaches a callback as an int32)
+    "cores_huge": (_interpret_field("num_cores_or_threads", int=1 << 40),
+                   r"params.interpret: num_cores_or_threads=1099511627776: the interpreter "
+                   r"simulates 1 to 1024"),
+    "clocks_too_few": (_interpret_field("vector_clock_size", int=1),
+                       r"params.interpret: vector_clock_size=1: the interpreter takes more than"),
+    "clocks_huge": (_interpret_field("vector_clock_size", int=1 << 30),
+                    r"params.interpret: vector_clock_size=1073741824: .* at most 65536"),
+    "seed_str": (_interpret_field("random_seed", str="7"),
+                 r"params.interpret: pallas_call's interpret must be a bool or InterpretParams"),
+    "seed_huge": (_interpret_field("random_seed", big_int=str(1 << 70)),
+                  r"params.interpret: pallas_call's interpret must be a bool or InterpretParams"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_INTERPRET))
+def test_hostile_interpret_params_are_refused_with_a_path(case):
+  mutate, error = HOSTILE_INTERPRET[case]
+  m = _module("pallas_tpu_interpret")
+  mutate(m)
+  with pytest.raises(jp.DecodeError, match=r"eqn\[0\]\." + error):
+    jp.loads(m.SerializeToString())
+
+
+def test_interpret_params_in_range_load_and_run():
+  p = corpus.get("pallas_tpu_interpret")
+  m = _module("pallas_tpu_interpret")
+  _interpret_field("num_cores_or_threads", int=2)(m)
+  _interpret_field("vector_clock_size", int=2 * jax.device_count() + 1)(m)
+  _interpret_field("random_seed", int=-3)(m)
+  cj = jp.loads(m.SerializeToString())
+  params = cj.jaxpr.eqns[0].params["interpret"]
+  assert (params.num_cores_or_threads, params.random_seed) == (2, -3)
+  out = jax.jit(jax.extend.core.jaxpr_as_fun(cj))(*jax.tree.leaves(p.args))
+  want = jax.jit(jax.extend.core.jaxpr_as_fun(corpus.trace(p)))(*jax.tree.leaves(p.args))
+  np.testing.assert_array_equal(out[0], want[0])
+
+
 def test_scalar_prefetch_operand_types_are_checked():
   m = _module("pallas_prefetch_tpu")
   # The operand that the index maps read as int32 scalar prefetch, said to be float32.

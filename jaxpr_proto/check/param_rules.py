@@ -1166,6 +1166,11 @@ def _pallas_call(eqn, *, jaxpr, grid_mapping, out_avals, input_output_aliases=()
                               for bm in bms for d in bm.block_shape):
     yield "interpret", "Pallas's interpreter takes Blocked, Element and Squeezed block dims only"
     return
+  if type(interpret) is not bool:
+    found = _interpreter_cores(interpret)
+    if found:
+      yield "interpret", found
+      return
   semantics = getattr(compiler_params, "dimension_semantics", None)
   if semantics is not None and len(semantics) != len(grid):
     yield "compiler_params", (f"dimension_semantics has {len(semantics)} entries for a grid of "
@@ -1188,6 +1193,29 @@ def _pallas_call(eqn, *, jaxpr, grid_mapping, out_avals, input_output_aliases=()
                                      f"to output {o} ({out_avals[o].str_short()})")
       return
 
+
+
+# The TPU interpreter runs a thread per simulated core, each with a vector
+# clock (int32s: by default two per core of every device), and hands the
+# count to a callback as an int32. A TPU chip has a few cores; a GPU block
+# at most 1024 threads.
+_MAX_INTERPRETED_CORES = 1024
+_MAX_VECTOR_CLOCK = 1 << 16
+
+
+def _interpreter_cores(params):
+  """Why the interpreter cannot simulate the cores that InterpretParams
+  asks for, or None. Its vector clocks must outnumber the cores of all the
+  devices that it runs the kernel on (at most this process's devices)."""
+  cores = getattr(params, "num_cores_or_threads", 1)
+  if not 1 <= cores <= _MAX_INTERPRETED_CORES:
+    return f"num_cores_or_threads={cores}: the interpreter simulates 1 to {_MAX_INTERPRETED_CORES}"
+  clocks = getattr(params, "vector_clock_size", None)
+  devices = jax.device_count()
+  if clocks is not None and not cores * devices < clocks <= _MAX_VECTOR_CLOCK:
+    return (f"vector_clock_size={clocks}: the interpreter takes more than num_cores_or_threads "
+            f"x devices ({cores} x {devices}) and at most {_MAX_VECTOR_CLOCK}")
+  return None
 
 
 # Ref primitives, and where their indexer operands start.

@@ -315,7 +315,8 @@ def _record_of(*class_names):
 def _fields_ok(v) -> bool:
   """Each field of a Pallas record of the type its class declares, where
   that is a Literal (InterpretParams' modes: the interpreter raises on any
-  other), a bool or an int (a count: from 0; a number of cores from 1)."""
+  other), a bool or an int (a count: from 0; a number of cores from 1; an
+  optional int, None or an int64)."""
   try:
     hints = typing.get_type_hints(type(v))
   except Exception:  # annotations naming what this process has not loaded
@@ -331,7 +332,13 @@ def _fields_ok(v) -> bool:
       return False
     if t is int and not (type(x) is int and x >= (1 if f.name.startswith("num_") else 0)):
       return False
+    if t is not int and int in options and x is not None and not (
+        type(x) is int and _INT64[0] <= x <= _INT64[1]):  # (an optional int: a seed, a size)
+      return False
   return True
+
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def _kernel(v) -> bool:
