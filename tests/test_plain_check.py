@@ -107,6 +107,20 @@ def _effect_not_inferred(j):
   return j.replace(eqns=[j.eqns[0].replace(effects=eff), *j.eqns[1:]], effects=eff)
 
 
+def test_an_int_literal_past_its_type_is_refused_after_one_that_fits():
+  """Literals are checked once per type and, for a Python int, value: 1
+  fits int32, 2**40 (of the same literal type) does not."""
+  j = jax.make_jaxpr(lambda x: (x + 1) * 2)(np.ones(3, np.int32)).jaxpr
+  lits = [x for e in j.eqns for x in e.invars if isinstance(x, jex_core.Literal)]
+  assert len(lits) == 2 and lits[0].aval is lits[1].aval
+  with_int = lambda e, n: e.replace(invars=[e.invars[0], jex_core.Literal(n, lits[0].aval)])
+  good = j.replace(eqns=[with_int(j.eqns[0], 1), with_int(j.eqns[1], 2)])
+  assert _plain_passes(good) and _jax_passes(good)
+  bad = j.replace(eqns=[with_int(j.eqns[0], 1), with_int(j.eqns[1], 1 << 40)])
+  assert not _jax_passes(bad)
+  assert not _plain_passes(bad)
+
+
 def _rename(j, old, new, defs_only=False):
   """j with var `old` replaced by `new` where it is bound (and used, unless defs_only)."""
   swap = lambda vs: [new if v is old else v for v in vs]

@@ -67,19 +67,36 @@ def _check_one(jaxpr, upgrader, contexts=()):
   return None
 
 
+def _sub_jaxprs():
+  """eqn -> the jaxprs in its params (none where they will not say), found
+  once per params dict: the decoder gives eqns of equal params one."""
+  found: dict = {}
+
+  def subs_of(eqn):
+    key = compat.memo.identity(eqn.params)
+    subs = found.get(key)
+    if subs is None:
+      try:
+        subs = list(compat.jaxprs_in_params(eqn.params))
+      except Exception:
+        subs = []
+      found[key] = subs
+      found[key, "params"] = eqn.params  # (kept: its identity stays its own)
+    return subs
+  return subs_of
+
+
 def _contexts(dec) -> dict[int, tuple]:
   """compat.jaxpr_key(jaxpr) -> the contexts its parents' eqns bind, from the root down."""
   out: dict[int, tuple] = {}
+  subs_of = _sub_jaxprs()
   for i in reversed(list(dec.state.jaxpr_paths)):  # outer jaxprs finish decoding last
     jaxpr = dec.state.decoded["jaxprs"].get(i)
     if not isinstance(jaxpr, compat.Jaxpr):
       continue
     ctx = out.setdefault(compat.jaxpr_key(jaxpr), ())
     for eqn in jaxpr.eqns:
-      try:
-        subs = list(compat.jaxprs_in_params(eqn.params))
-      except Exception:
-        continue
+      subs = subs_of(eqn)
       if subs:
         extra = ctx + tuple(compat.sub_jaxpr_contexts(eqn))
         for sub in subs:
@@ -92,6 +109,7 @@ def _not_reached(dec) -> set[int]:
   (such as cond branches and scan bodies), and the root."""
   reached: set[int] = set()
   alone: set[int] = set()
+  subs_of = _sub_jaxprs()
   for i in reversed(list(dec.state.jaxpr_paths)):  # from the root down
     jaxpr = dec.state.decoded["jaxprs"].get(i)
     if not isinstance(jaxpr, compat.Jaxpr):
@@ -99,9 +117,11 @@ def _not_reached(dec) -> set[int]:
     if compat.jaxpr_key(jaxpr) not in reached:
       alone.add(compat.jaxpr_key(jaxpr))
     for eqn in jaxpr.eqns:
+      subs = subs_of(eqn)
+      if not subs:
+        continue
       try:
-        subs = list(compat.jaxprs_in_params(eqn.params))
-        recurses = subs and compat.typecheck_reaches_sub_jaxprs(eqn)
+        recurses = compat.typecheck_reaches_sub_jaxprs(eqn)
       except Exception:
         continue
       for sub in subs:

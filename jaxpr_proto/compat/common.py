@@ -374,6 +374,9 @@ def _plain_jaxpr_passes(jaxpr) -> bool:
     return False
 
 
+_SCALARS = frozenset({bool, int, float, complex})
+
+
 def _plain_check(jaxpr) -> bool:
   ident, array, var, literal = memo.identity, core.ShapedArray, core.Var, core.Literal
   rules, typecheck, typematch = core.custom_typechecks, core.typecheck, core.typematch
@@ -384,6 +387,22 @@ def _plain_check(jaxpr) -> bool:
       return False
     bound.add(v)
 
+  literals = {}  # (literal's type, the value's) -> whether the value is of the literal's type
+
+  def literal_ok(x):
+    val = x.val
+    t = type(val)
+    if t is TypedNdArray and type(val.aval) is array:
+      key = (ident(x.aval), val.aval)  # (its type, core.typeof's)
+    elif t in _SCALARS or isinstance(val, np.generic):
+      key = (ident(x.aval), t, val if t is int else None)  # (an int's value may not fit)
+    else:
+      return typecheck(x.aval, val)
+    ok = literals.get(key)
+    if ok is None:
+      ok = literals[key] = typecheck(x.aval, x.val)
+    return ok
+
   def operand_keys(atoms, by_value):
     keys = []
     for x in atoms:
@@ -391,7 +410,7 @@ def _plain_check(jaxpr) -> bool:
         if x not in bound:
           return None
         keys.append(ident(x.aval))
-      elif type(x) is literal and type(x.aval) is array and typecheck(x.aval, x.val):
+      elif type(x) is literal and type(x.aval) is array and literal_ok(x):
         keys.append(ident(x) if by_value else ident(x.aval))  # (a custom rule may read the value)
       else:
         return None
