@@ -599,6 +599,21 @@ def test_params_jax_lets_through_but_xla_refuses(edit, match, path):
   _fails(m, match=match, path=path)
 
 
+@pytest.mark.parametrize("prim, param", [("reduce", "dimensions"), ("reduce_or", "axes")])
+def test_negative_reduction_axes(prim, param):
+  # Their shape rules delete the axis with numpy, which takes -1; lowering
+  # refused it (device fuzz seeds 741 and earlier).
+  def f(x, b):
+    return (jax.lax.reduce(x, np.int32(0), lambda a, c: a + 2 * c, (0,)),
+            jax.lax.reduce_or_p.bind(b, axes=(0,)))
+  m = jp.encode(jax.make_jaxpr(f)(np.arange(5, dtype=np.int32), np.ones(5, bool)))
+  k = next(k for k, e in enumerate(_root(m).eqns) if m.primitives[e.primitive].name == prim)
+  p = next(p for p in m.params if p.name == param)
+  p.value.tuple.items[0].int = -1
+  _fails(m, match="reduction axes (-1,) are not axes (0 to 0) of the rank-1 operand",
+         path=f"eqn[{k}].params.{param}")
+
+
 def test_random_wrap_of_data_that_is_not_key_data():
   data = np.zeros(2, np.uint32)
   m = jp.encode(jax.make_jaxpr(lambda d: jax.random.key_data(jax.random.wrap_key_data(d)))(data))

@@ -453,6 +453,7 @@ def _one_shape(eqn):
 
 def _reduce(eqn, **params):
   yield from _one_shape(eqn)
+  yield from _reduction_axes("dimensions")(eqn, **params)
   yield from _reducer("jaxpr", lambda e, p: len(e.invars) // 2)(eqn, **params)
 
 
@@ -820,12 +821,15 @@ def _unstack(eqn, *, axis, **_):
     yield "axis", f"unstack axis {axis} is not an axis (0 to {rank - 1}) of the rank-{rank} operand"
 
 
-# reduce_and/or/xor's shape rule deletes the axes with numpy, which takes a
-# negative one; lowering then refuses it. lax binds them canonical.
-def _logical_reduction(eqn, *, axes, **_):
-  rank = len(eqn.invars[0].aval.shape) if eqn.invars else 0
-  if not all(0 <= a < rank for a in axes):
-    yield "axes", f"reduction axes {axes} are not axes (0 to {rank - 1}) of the rank-{rank} operand"
+# The shape rules of reduce_and/or/xor (axes) and of reduce (dimensions)
+# delete the axes with numpy, which takes a negative one; lowering then
+# refuses it. lax binds them canonical.
+def _reduction_axes(param):
+  def rule(eqn, **params):
+    axes, rank = params[param], len(eqn.invars[0].aval.shape) if eqn.invars else 0
+    if not all(0 <= a < rank for a in axes):
+      yield param, f"reduction axes {axes} are not axes (0 to {rank - 1}) of the rank-{rank} operand"
+  return rule
 
 
 def _platform_index(eqn, *, platforms, **_):
@@ -1272,7 +1276,7 @@ RULES = {
     "empty_ref": _ref,
     "stack": _stack,
     "unstack": _unstack,
-    **{name: _logical_reduction for name in ("reduce_and", "reduce_or", "reduce_xor")},
+    **{name: _reduction_axes("axes") for name in ("reduce_and", "reduce_or", "reduce_xor")},
     "platform_index": _platform_index,
     "schur": _schur,
     "threefry2x32": _threefry2x32,
