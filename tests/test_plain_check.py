@@ -62,10 +62,9 @@ def _program():
   return jax.make_jaxpr(f)(np.ones((4, 3), np.float32), np.ones((3, 3), np.float32)).jaxpr
 
 
-def _wrong_binder_type(j):  # dot_general's result declared of another shape
-  e = j.eqns[0]
-  bad = jex_core.Var(jax.core.ShapedArray((3, 4), jnp.float32))
-  return _rename(j, e.outvars[0], bad)
+def _wrong_binder_type(j):  # the first eqn's result declared of another shape
+  v = j.eqns[0].outvars[0]
+  return _rename(j, v, jex_core.Var(jax.core.ShapedArray((7, *v.aval.shape), v.aval.dtype)))
 
 
 def _unbound_operand(j):
@@ -105,6 +104,22 @@ def _custom_rule_type(j):  # broadcast_in_dim (a custom type rule of JAX's) decl
 def _effect_not_inferred(j):
   eff = jax.make_jaxpr(lambda x: jax.debug.print("{}", x))(1.0).jaxpr.eqns[0].effects
   return j.replace(eqns=[j.eqns[0].replace(effects=eff), *j.eqns[1:]], effects=eff)
+
+
+def test_a_wrong_eqn_in_a_sub_jaxpr_is_refused():
+  """A jit whose jaxpr has a binder of the wrong type: jit's type rule
+  checks its jaxpr (JAX's check reaches it), and that check's failure is
+  the outer jaxpr's."""
+  inner = jax.jit(lambda y: jnp.tanh(y @ y.T @ y + 1.0))
+  j = jax.make_jaxpr(lambda x: inner(x) * 2.0)(np.ones((4, 3), np.float32)).jaxpr
+  assert _plain_passes(j) and _jax_passes(j)
+  k, call = next((k, e) for k, e in enumerate(j.eqns) if e.primitive.name in ("jit", "pjit"))
+  sub = call.params["jaxpr"]
+  bad_sub = sub.replace(jaxpr=_wrong_binder_type(sub.jaxpr))
+  bad_call = call.replace(params={**call.params, "jaxpr": bad_sub})
+  bad = j.replace(eqns=[*j.eqns[:k], bad_call, *j.eqns[k + 1:]])
+  assert not _jax_passes(bad)
+  assert not _plain_passes(bad)
 
 
 def test_an_int_literal_past_its_type_is_refused_after_one_that_fits():
@@ -148,8 +163,9 @@ def _count_jax_checks(monkeypatch):
 
 
 def test_loading_a_plain_program_skips_jax_per_eqn_check(monkeypatch):
-  """A plain program (an unrolled chain) loads without core._check_jaxpr; one
-  with a cond does not, and a wrong type is still refused, by JAX's words."""
+  """A plain program (an unrolled chain; a cond, whose branches JAX's rule
+  checks) loads without core._check_jaxpr; one with an effect does not, and
+  a wrong type is still refused, by JAX's words."""
   def chain(x):
     for k in range(50):
       x = jnp.tanh(x * 1.01 + k)
@@ -157,11 +173,13 @@ def test_loading_a_plain_program_skips_jax_per_eqn_check(monkeypatch):
   plain = jp.dumps(jax.make_jaxpr(chain)(np.ones(3, np.float32)))
   cond = jp.dumps(jax.make_jaxpr(lambda x: jax.lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x))(
       np.ones(3, np.float32)))
+  effect = jp.dumps(jax.make_jaxpr(lambda x: jax.debug.print("{}", x) or x * 2)(1.0))
   jp.clear_caches()
   calls = _count_jax_checks(monkeypatch)
   jp.loads(plain)
-  assert not calls
   jp.loads(cond)
+  assert not calls
+  jp.loads(effect)
   assert calls
   calls.clear()
   j = _program()
