@@ -358,14 +358,16 @@ def _pp_context():
 def _plain_jaxpr_passes(jaxpr) -> bool:
   """Whether JAX's check of `jaxpr` (core._check_jaxpr) passes, found
   without its per-eqn cost where every eqn is plain: variables of array
-  type, no effects, no jaxprs in params, no call or ref primitives. Each
-  eqn is checked as JAX checks it (operands bound before, literals of their
-  type, each binder bound once and of the type that the eqn's type rule
-  gives), but the rule runs (memoized, in the eqn's context) once per
-  distinct params, context and operand types of the jaxpr, where JAX's loop
-  calls it, and compares the types, at every eqn. False for any other
-  jaxpr, and for any failure: JAX's own check then runs, and names it.
-  Only while loading (`shared_sub_jaxprs_checked_once`)."""
+  type, no effects, no call or ref primitives. Each eqn is checked as JAX
+  checks it (operands bound before, literals of their type, each binder
+  bound once and of the type that the eqn's type rule gives; the rule of a
+  jit, cond or scan checks the jaxprs in its params, as in JAX's loop), but
+  the rule runs (memoized, in the eqn's context) once per distinct params,
+  context and operand types of the jaxpr, where JAX's loop calls it at
+  every eqn. False for any other jaxpr, and for any failure: JAX's own
+  check then runs, and names it. Only while loading
+  (`shared_sub_jaxprs_checked_once`). It mirrors core._check_jaxpr: a new
+  JAX minor's check is read again (docs/new_jax_minor.md)."""
   if getattr(_checked, "passed", None) is None:
     return False
   try:
@@ -380,6 +382,8 @@ _SCALARS = frozenset({bool, int, float, complex})
 def _plain_check(jaxpr) -> bool:
   ident, array, var, literal = memo.identity, core.ShapedArray, core.Var, core.Literal
   rules, typecheck, typematch = core.custom_typechecks, core.typecheck, core.typematch
+  if jaxpr.effects:  # (an eqn has effects: found before the work, not after it)
+    return False
   bound = set()
   for v in (*jaxpr.constvars, *jaxpr.invars):
     if type(v) is not var or type(v.aval) is not array or v in bound or \
