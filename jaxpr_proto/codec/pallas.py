@@ -332,7 +332,7 @@ def _fields_ok(v) -> bool:
       return False
     if t is int and not (type(x) is int and x >= (1 if f.name.startswith("num_") else 0)):
       return False
-    if t is not int and int in options and x is not None and not (
+    if set(options) == {int, type(None)} and x is not None and not (
         type(x) is int and _INT64[0] <= x <= _INT64[1]):  # (an optional int: a seed, a size)
       return False
   return True
