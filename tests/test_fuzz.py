@@ -134,3 +134,24 @@ def test_a_program_for_other_platforms_only_is_not_a_finding():
   assert platform_index(tpu=jnp.sin)
   assert not platform_index(tpu=jnp.sin, default=jnp.cos)
   assert not platform_index(cpu=jnp.sin, tpu=jnp.cos)
+
+
+def test_a_solve_jax_cannot_differentiate_is_not_a_finding():
+  """Seed 761: custom_linear_solve's jvp rule fails where its matvec's consts
+  and its right-hand side have zero tangents and its solve's consts do not;
+  JAX fails so on a program a user wrote too. Another failure of a program
+  with a custom_linear_solve is still a finding."""
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+  m, b = np.eye(3, dtype=np.float32) * 2, np.ones(3, np.float32)
+
+  def f(a):
+    return jax.lax.custom_linear_solve(lambda x: m @ x, b,
+                                       solve=lambda mv, r: jnp.linalg.solve(a, r)).sum()
+  with pytest.raises(TypeError, match="custom_linear_solve") as e:
+    jax.grad(f)(np.eye(3, dtype=np.float32))
+  cj = jax.make_jaxpr(f)(np.eye(3, dtype=np.float32))
+  assert fuzz._zero_tangent_solve(e.value, cj)
+  assert not fuzz._zero_tangent_solve(TypeError("another"), cj)
+  assert not fuzz._zero_tangent_solve(e.value, jax.make_jaxpr(jnp.sin)(1.0))

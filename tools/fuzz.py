@@ -17,7 +17,8 @@ level, and judges it (`judge`):
   differentiable, raise nothing (at vjp, JAX's own NotImplementedError for
   a valid program it has no rule for, such as a window-dilated max pool,
   counts as `not_differentiable`, as does its failure on a max pool with
-  negative padding, which it cannot differentiate either);
+  negative padding, which it cannot differentiate either, and a
+  custom_linear_solve whose jvp rule JAX fails on, see _zero_tangent_solve);
 * no case may crash the process (each runs in a worker process, restarted
   after a crash) or run past the time limit, except a program with a while
   loop that compiled and then runs on (`while_runs_on`: a loop whose
@@ -392,6 +393,16 @@ def _jax_cannot_differentiate(eqn) -> bool:
   return type(prim).__name__ == "CustomRoot" and not _transposes(prim, "tangent_solve")
 
 
+def _zero_tangent_solve(e, cj) -> bool:
+  """custom_linear_solve's jvp rule binds a symbolic zero (ad_util.Zero) as
+  the right-hand side where that and the matvec's consts have zero tangents
+  but the solve's consts do not; JAX fails so on a program a user wrote too
+  (`lax.custom_linear_solve(lambda x: M @ x, b, solve=lambda mv, r:
+  jnp.linalg.solve(A, r))`, its grad in A; device seed 761)."""
+  return (isinstance(e, TypeError) and "custom_linear_solve" in str(e) and "Zero" in str(e)
+          and _any_eqn(cj.jaxpr, lambda q: q.primitive.name == "custom_linear_solve"))
+
+
 def _transposes(prim, param) -> bool:
   """Whether jax.linear_transpose takes a HiPrim's function param in its last argument."""
   import jax
@@ -649,7 +660,8 @@ def judge_vjp(data: bytes) -> tuple[str, str]:
   except Exception as e:
     if _timed_out(e):
       return _past_time_limit("vjp")
-    if cj is not None and _any_eqn(cj.jaxpr, _jax_cannot_differentiate):
+    if cj is not None and (_any_eqn(cj.jaxpr, _jax_cannot_differentiate)
+                           or _zero_tangent_solve(e, cj)):
       return "not_differentiable", f"vjp: {type(e).__name__}: {e}"
     return _failed("vjp", e, cj)
   finally:
