@@ -187,3 +187,21 @@ def test_loading_a_plain_program_skips_jax_per_eqn_check(monkeypatch):
   with pytest.raises(jp.DecodeError, match=r"eqn\[0\].*inconsistently typed as f32\[4,3\]"):
     jp.loads(bad)
   assert calls
+
+
+def test_jits_with_literal_arguments_are_checked_once(monkeypatch):
+  """jit's rule reads its operands' types only: 50 calls of one jit, each
+  with a literal of its own (a layer's index), run it once, not 50 times."""
+  layer = jax.jit(lambda x, k: jnp.tanh(x * 0.5 + k))
+
+  def f(x):
+    for k in range(50):
+      x = layer(x, k)
+    return x
+  data = jp.dumps(jax.make_jaxpr(f)(np.ones(3, np.float32)))
+  calls = []
+  original = compat.core._check_call
+  monkeypatch.setattr(compat.core, "_check_call", lambda *a: calls.append(1) or original(*a))
+  jp.clear_caches()
+  jp.loads(data)
+  assert len(calls) == 1

@@ -378,6 +378,11 @@ def _plain_jaxpr_passes(jaxpr) -> bool:
 
 _SCALARS = frozenset({bool, int, float, complex})
 
+# JAX's own type rules that read only their operands' types, not a literal
+# operand's value: jit's (core._check_call, JAX 0.10-0.12), where a literal
+# is often an argument (a layer's index, a jnp function's 0.0).
+_RULES_OF_TYPES = frozenset({"jit", "pjit"})
+
 
 def _plain_check(jaxpr) -> bool:
   ident, array, var, literal = memo.identity, core.ShapedArray, core.Var, core.Literal
@@ -428,7 +433,7 @@ def _plain_check(jaxpr) -> bool:
     if eqn.effects or prim.call_primitive or getattr(prim, "ref_primitive", True):
       return False
     rule = rules.get(prim)
-    keys = operand_keys(eqn.invars, rule is not None)
+    keys = operand_keys(eqn.invars, rule is not None and prim.name not in _RULES_OF_TYPES)
     if keys is None:
       return False
     key = (prim, ident(params), ident(eqn.ctx), keys)
