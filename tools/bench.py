@@ -12,9 +12,11 @@ them. Decoding is timed four ways: cold (jaxpr_proto's memos cleared too, as
 in a fresh process), warm (bytes not loaded before, the memos kept), again
 (the same bytes, which passed the checks before: see check.loading) and
 trusted (typecheck=False, cold); and beside them the floor: JAX's own
-constructors and check_jaxpr on the same program, which any decoder that
-returns a type-checked jaxpr spends at least. Each program's steps run in
-turn, round after round, best of 4 x --repeat rounds.
+constructors and check_jaxpr on the same program, what a decoder spends
+that builds the jaxpr and has JAX check it eqn by eqn (jaxpr_proto's check
+runs JAX's type rules once per distinct eqn: a warm load can go below it).
+Each program's steps run in turn, round after round, best of 4 x --repeat
+rounds.
 
 Then a chain of elementwise eqns at each size of --eqns: eqns per second of
 `jp.dumps` and of `jp.loads(typecheck=False)`, and the time per eqn against
@@ -194,8 +196,8 @@ def bench(name, fn, args, repeat):
 
 
 def floor(cj):
-  """What any decoder that hands back a checked jaxpr spends at least: the
-  same jaxprs built afresh with JAX's constructors (params, avals and
+  """What a decoder spends that builds the jaxprs and has JAX check them:
+  the same jaxprs built afresh with JAX's constructors (params, avals and
   source info reused, not decoded), and JAX's own type check of them."""
   from jax.extend.core import ClosedJaxpr, Jaxpr, Literal, Var
   core = compat.core
