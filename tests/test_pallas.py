@@ -336,15 +336,6 @@ def _set_aval(m, value, shape):
   value.aval = len(m.avals) - 1
 
 
-@pytest.mark.parametrize("case", sorted(HOSTILE_TPU))
-def test_hostile_tpu_mutations_are_refused_with_a_path(case):
-  mutate, error = HOSTILE_TPU[case]
-  m = _module("pallas_rowsum_tpu")
-  mutate(m)
-  with pytest.raises(jp.DecodeError, match=r"eqn\[0\]\." + error):
-    jp.loads(m.SerializeToString())
-
-
 def _interpret_field(name, **value):
   def mutate(m):
     _field(_param(m, "interpret").record, name).CopyFrom(pb.Value(**value))
@@ -367,10 +358,14 @@ HOSTILE_INTERPRET = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(HOSTILE_INTERPRET))
-def test_hostile_interpret_params_are_refused_with_a_path(case):
-  mutate, error = HOSTILE_INTERPRET[case]
-  m = _module("pallas_tpu_interpret")
+HOSTILE_OF_PROGRAM = {"pallas_rowsum_tpu": HOSTILE_TPU, "pallas_tpu_interpret": HOSTILE_INTERPRET}
+
+
+@pytest.mark.parametrize("program, case", [(p, c) for p, cases in HOSTILE_OF_PROGRAM.items()
+                                           for c in sorted(cases)])
+def test_hostile_tpu_mutations_are_refused_with_a_path(program, case):
+  mutate, error = HOSTILE_OF_PROGRAM[program][case]
+  m = _module(program)
   mutate(m)
   with pytest.raises(jp.DecodeError, match=r"eqn\[0\]\." + error):
     jp.loads(m.SerializeToString())
