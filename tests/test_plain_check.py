@@ -205,3 +205,45 @@ def test_jits_with_literal_arguments_are_checked_once(monkeypatch):
   jp.clear_caches()
   jp.loads(data)
   assert len(calls) == 1
+
+
+def test_a_bad_jaxpr_under_nested_jits_is_checked_in_linear_steps(monkeypatch):
+  """A wrong binder at the bottom of 16 nested jits: each level's plain
+  check fails and JAX's check runs instead, and a sub-jaxpr that failed is
+  not checked again (review: 2**16 jit rule calls, 10 s and doubling)."""
+  f = lambda x: jnp.tanh(x * 2.0)
+  for _ in range(16):
+    f = (lambda g: lambda x: g(x) + 1.0)(jax.jit(f))
+  j = jax.make_jaxpr(f)(np.ones(3, np.float32)).jaxpr
+
+  def break_innermost(j):
+    k, call = next(((k, e) for k, e in enumerate(j.eqns) if e.primitive.name in ("jit", "pjit")),
+                   (None, None))
+    if call is None:
+      return _wrong_binder_type(j)
+    sub = call.params["jaxpr"]
+    bad = sub.replace(jaxpr=break_innermost(sub.jaxpr))
+    return j.replace(eqns=[*j.eqns[:k], call.replace(params={**call.params, "jaxpr": bad}),
+                           *j.eqns[k + 1:]])
+  data = jp.dumps(jex_core.ClosedJaxpr(break_innermost(j), []))
+  calls = []
+  original = compat.core._check_call
+  monkeypatch.setattr(compat.core, "_check_call", lambda *a: calls.append(1) or original(*a))
+  jp.clear_caches()
+  with pytest.raises(jp.DecodeError, match=r"^eqn\[0\]\.params\.jaxpr\.eqn\[0\].*inconsistently typed"):
+    jp.loads(data)
+  assert len(calls) <= 4 * 16, len(calls)
+
+
+def test_key_reuse_is_checked_in_sub_jaxprs_with_jaxs_flag():
+  """With jax_debug_key_reuse, JAX's check_jaxpr of a jit's jaxpr checks
+  key reuse too: the plain check stands aside, and the file is refused as
+  before."""
+  inner = jax.jit(lambda k: jax.random.uniform(k) + jax.random.uniform(k))
+  data = jp.dumps(jax.make_jaxpr(lambda k: inner(k) * 2.0)(jax.random.key(0)))
+  jp.clear_caches()
+  jp.loads(data)
+  with jax.debug_key_reuse(True):
+    jp.clear_caches()
+    with pytest.raises(jp.DecodeError, match="KeyReuseError"):
+      jp.loads(data)

@@ -368,8 +368,8 @@ def _plain_jaxpr_passes(jaxpr) -> bool:
   check then runs, and names it. Only while loading
   (`shared_sub_jaxprs_checked_once`). It mirrors core._check_jaxpr: a new
   JAX minor's check is read again (docs/new_jax_minor.md)."""
-  if getattr(_checked, "passed", None) is None:
-    return False
+  if getattr(_checked, "passed", None) is None or core.config.debug_key_reuse.value:
+    return False  # (with the flag, JAX's check_jaxpr checks key reuse too)
   try:
     return _plain_check(jaxpr)
   except Exception:  # (a type rule that raised: JAX's check raises it with its eqn)
@@ -392,8 +392,8 @@ def _plain_check(jaxpr) -> bool:
   bound = set()
   for v in (*jaxpr.constvars, *jaxpr.invars):
     if type(v) is not var or type(v.aval) is not array or v in bound or \
-        getattr(v, "initial_qdd", None) is not None:
-      return False
+        getattr(v, "initial_qdd", None) is not None or not typematch(v.aval, v.aval):
+      return False  # (JAX's check matches a binder's type with itself too: it may raise)
     bound.add(v)
 
   literals = {}  # (literal's type, the value's) -> whether the value is of the literal's type
@@ -466,7 +466,7 @@ def _plain_check(jaxpr) -> bool:
   return operand_keys(jaxpr.outvars, False) is not None
 
 
-_checked = threading.local()  # .passed: the jaxprs checked in this thread's current load
+_checked = threading.local()  # .passed: the jaxprs checked in this thread's current load, and how
 
 
 @contextlib.contextmanager
@@ -500,10 +500,20 @@ def _check_once(original):
     vma = getattr(core.config, "_check_vma", None)
     env = core.get_axis_env()
     key = (id(jaxpr), id(env), vma.value if vma is not None else None)
-    if key not in passed:
-      if not _plain_jaxpr_passes(jaxpr):
-        original(jaxpr)
-      passed[key] = jaxpr, env  # kept alive, so that their ids stay their own
+    seen = passed.get(key)
+    if seen is None:
+      try:
+        if not _plain_jaxpr_passes(jaxpr):
+          original(jaxpr)
+      except Exception as e:
+        # (kept too, and raised again where met again: a bad jaxpr under N
+        # nested calls, each checked by the plain check and then by JAX's,
+        # costs N checks, not 2**N)
+        passed[key] = jaxpr, env, e
+        raise
+      seen = passed[key] = jaxpr, env, None  # kept alive, so that their ids stay their own
+    if seen[2] is not None:
+      raise seen[2]
   check_jaxpr._jaxpr_proto_once = True
   return check_jaxpr
 
