@@ -155,10 +155,11 @@ def test_refuses_what_jax_refuses(mutate):
   assert not _plain_passes(bad)
 
 
-def _count_jax_checks(monkeypatch):
+def _count_calls(monkeypatch, name):
+  """The calls of JAX's core.<name> from now on (a list that grows)."""
   calls = []
-  original = compat.core._check_jaxpr
-  monkeypatch.setattr(compat.core, "_check_jaxpr", lambda *a: calls.append(1) or original(*a))
+  original = getattr(compat.core, name)
+  monkeypatch.setattr(compat.core, name, lambda *a: calls.append(1) or original(*a))
   return calls
 
 
@@ -175,7 +176,7 @@ def test_loading_a_plain_program_skips_jax_per_eqn_check(monkeypatch):
       np.ones(3, np.float32)))
   effect = jp.dumps(jax.make_jaxpr(lambda x: jax.debug.print("{}", x) or x * 2)(1.0))
   jp.clear_caches()
-  calls = _count_jax_checks(monkeypatch)
+  calls = _count_calls(monkeypatch, "_check_jaxpr")
   jp.loads(plain)
   jp.loads(cond)
   assert not calls
@@ -199,9 +200,7 @@ def test_jits_with_literal_arguments_are_checked_once(monkeypatch):
       x = layer(x, k)
     return x
   data = jp.dumps(jax.make_jaxpr(f)(np.ones(3, np.float32)))
-  calls = []
-  original = compat.core._check_call
-  monkeypatch.setattr(compat.core, "_check_call", lambda *a: calls.append(1) or original(*a))
+  calls = _count_calls(monkeypatch, "_check_call")
   jp.clear_caches()
   jp.loads(data)
   assert len(calls) == 1
@@ -226,9 +225,7 @@ def test_a_bad_jaxpr_under_nested_jits_is_checked_in_linear_steps(monkeypatch):
     return j.replace(eqns=[*j.eqns[:k], call.replace(params={**call.params, "jaxpr": bad}),
                            *j.eqns[k + 1:]])
   data = jp.dumps(jex_core.ClosedJaxpr(break_innermost(j), []))
-  calls = []
-  original = compat.core._check_call
-  monkeypatch.setattr(compat.core, "_check_call", lambda *a: calls.append(1) or original(*a))
+  calls = _count_calls(monkeypatch, "_check_call")
   jp.clear_caches()
   with pytest.raises(jp.DecodeError, match=r"^eqn\[0\]\.params\.jaxpr\.eqn\[0\].*inconsistently typed"):
     jp.loads(data)

@@ -67,66 +67,61 @@ def _check_one(jaxpr, upgrader, contexts=()):
   return None
 
 
-def _sub_jaxprs():
-  """eqn -> the jaxprs in its params (none where they will not say), found
-  once per params dict: the decoder gives eqns of equal params one."""
+def _calls(dec) -> list:
+  """The decoded jaxprs from the root down (outer jaxprs finish decoding
+  last), each with its eqns that hold jaxprs and those jaxprs:
+  [(jaxpr, [(eqn, subs)])], in one walk; an eqn's jaxprs are found once per
+  params dict, which the decoder gives eqns of equal params one."""
   found: dict = {}
-
-  def subs_of(eqn):
-    key = compat.memo.identity(eqn.params)
-    subs = found.get(key)
-    if subs is None:
-      try:
-        subs = list(compat.jaxprs_in_params(eqn.params))
-      except Exception:
-        subs = []
-      found[key] = subs
-      found[key, "params"] = eqn.params  # (kept: its identity stays its own)
-    return subs
-  return subs_of
-
-
-def _contexts(dec) -> dict[int, tuple]:
-  """compat.jaxpr_key(jaxpr) -> the contexts its parents' eqns bind, from the root down."""
-  out: dict[int, tuple] = {}
-  subs_of = _sub_jaxprs()
-  for i in reversed(list(dec.state.jaxpr_paths)):  # outer jaxprs finish decoding last
+  out = []
+  for i in reversed(list(dec.state.jaxpr_paths)):
     jaxpr = dec.state.decoded["jaxprs"].get(i)
     if not isinstance(jaxpr, compat.Jaxpr):
       continue
-    ctx = out.setdefault(compat.jaxpr_key(jaxpr), ())
+    calls = []
     for eqn in jaxpr.eqns:
-      subs = subs_of(eqn)
+      key = compat.memo.identity(eqn.params)
+      subs = found.get(key)
+      if subs is None:
+        try:
+          subs = list(compat.jaxprs_in_params(eqn.params))
+        except Exception:  # (params that will not say)
+          subs = []
+        found[key] = subs
+        found[key, "params"] = eqn.params  # (kept: its identity stays its own)
       if subs:
-        extra = ctx + tuple(compat.sub_jaxpr_contexts(eqn))
-        for sub in subs:
-          out.setdefault(compat.jaxpr_key(sub), extra)
+        calls.append((eqn, subs))
+    out.append((jaxpr, calls))
   return out
 
 
-def _not_reached(dec) -> set[int]:
+def _contexts(calls) -> dict[int, tuple]:
+  """compat.jaxpr_key(jaxpr) -> the contexts its parents' eqns bind, from the root down."""
+  out: dict[int, tuple] = {}
+  for jaxpr, eqns in calls:
+    ctx = out.setdefault(compat.jaxpr_key(jaxpr), ())
+    for eqn, subs in eqns:
+      extra = ctx + tuple(compat.sub_jaxpr_contexts(eqn))
+      for sub in subs:
+        out.setdefault(compat.jaxpr_key(sub), extra)
+  return out
+
+
+def _not_reached(calls) -> set[int]:
   """ids of the decoded jaxprs that JAX's check of their parent does not check
   (such as cond branches and scan bodies), and the root."""
   reached: set[int] = set()
   alone: set[int] = set()
-  subs_of = _sub_jaxprs()
-  for i in reversed(list(dec.state.jaxpr_paths)):  # from the root down
-    jaxpr = dec.state.decoded["jaxprs"].get(i)
-    if not isinstance(jaxpr, compat.Jaxpr):
-      continue
+  for jaxpr, eqns in calls:
     if compat.jaxpr_key(jaxpr) not in reached:
       alone.add(compat.jaxpr_key(jaxpr))
-    for eqn in jaxpr.eqns:
-      subs = subs_of(eqn)
-      if not subs:
-        continue
+    for eqn, subs in eqns:
       try:
         recurses = compat.typecheck_reaches_sub_jaxprs(eqn)
       except Exception:
         continue
-      for sub in subs:
-        if recurses:
-          reached.add(compat.jaxpr_key(sub))
+      if recurses:
+        reached.update(map(compat.jaxpr_key, subs))
   return alone
 
 
@@ -144,8 +139,8 @@ def iter_type_errors(dec):
 
 def _type_errors(dec):
   upgrader = dec.upgrader
-  contexts = _contexts(dec)
-  alone = _not_reached(dec)
+  calls = _calls(dec)
+  contexts, alone = _contexts(calls), _not_reached(calls)
   clean = True
   for i in dec.state.jaxpr_paths:
     jaxpr = dec.state.decoded["jaxprs"].get(i)

@@ -409,7 +409,7 @@ def _plain_check(jaxpr) -> bool:
       return typecheck(x.aval, val)
     ok = literals.get(key)
     if ok is None:
-      ok = literals[key] = typecheck(x.aval, x.val)
+      ok = literals[key] = typecheck(x.aval, val)
     return ok
 
   def operand_keys(atoms, by_value):
