@@ -127,7 +127,7 @@ def _load_jaxpr(data, num_constvars: int):
     return data.obj.replace()
   cj = _load_closed_jaxpr(data)
   jaxpr = cj.jaxpr
-  n = int(num_constvars)
+  n = num_constvars if type(num_constvars) is int else -1  # never int() of a pickle's str
   if cj.consts or not 0 <= n <= len(jaxpr.invars):
     raise ValueError("malformed pickled Jaxpr")
   if n:

@@ -13,6 +13,7 @@ attribute or item of one.
 """
 from __future__ import annotations
 
+import re
 import string
 
 import jax
@@ -24,6 +25,7 @@ from jaxpr_proto.errors import DecodeError, EncodeError
 FEATURE = "checkify"
 EFFECT = "jax::checkify.error"  # the Effect name of an ErrorEffect
 _CODEC = "jax::checkify.error_effect"
+_POSITION = re.compile(r"[0-9]{1,9}")  # a message format field that is a position
 
 
 # --- ErrorEffect: the error's type by name, its payload's shapes as avals -------------
@@ -94,15 +96,28 @@ def _safe_format(fmt: str, n_args: int, kwargs) -> str | None:
     parsed = list(string.Formatter().parse(fmt))
   except ValueError as e:
     return f"bad message format: {e}"
-  for _, field, spec, _ in parsed:
+  manual = False
+  for _, field, spec, conversion in parsed:
     if field is None:
       continue
     if spec and ("{" in spec or "}" in spec):
       return "a message format field may not nest fields"
+    if conversion not in (None, "r", "s", "a"):
+      return f"message format field {{{field[:40]}}} has an unknown conversion {conversion!r}"
     if field == "":
       field, auto = str(auto), auto + 1
-    if not (field.isdigit() and int(field) < n_args) and field not in kwargs:
-      return f"message format field {{{field}}} names no argument of the check"
+    elif field.isdecimal():
+      manual = True
+    if auto and manual:  # str.format refuses to switch between the two
+      return "a message format may not mix automatic ({}) and numbered fields"
+    if "." in field or "[" in field:  # str.format reads '0.x' as args[0].x, even with a key '0.x'
+      return (f"message format field {{{field[:40]}}} may name an argument only, "
+              "not an attribute or item of one")
+    if field.isdecimal():  # str.format reads it as a position, in any script ('{١}' is {1})
+      if not (_POSITION.fullmatch(field) and int(field) < n_args):
+        return f"message format field {{{field[:40]}}} names no argument of the check"
+    elif field not in kwargs:  # '²' is no decimal: a keyword name, as str.format reads it
+      return f"message format field {{{field[:40]}}} names no argument of the check"
   return None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 
 import jax
 import numpy as np
@@ -26,6 +27,7 @@ from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import external
 
 _K = pb.ArrayKind
+_BIG_INT = re.compile(r"-?[0-9]+")  # as str(int) writes it
 
 
 def record_fields(x) -> list[tuple[str, object]]:
@@ -86,7 +88,9 @@ def _encode_int(enc, v, path):
 
 
 def _decode_big_int(dec, s, path):
-  if not s.lstrip("-").isdigit() or len(s) > 4000:
+  # ASCII digits only: str.isdigit() takes '²', which int() refuses, and
+  # int() takes '1_0', ' 1' and other scripts' digits
+  if len(s) > 4000 or not _BIG_INT.fullmatch(s):
     raise DecodeError(f"bad big int {s[:40]!r}", path)
   return int(s)
 

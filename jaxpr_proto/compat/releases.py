@@ -10,26 +10,29 @@ This module imports nothing, so tools and CI can read it without JAX.
 """
 from __future__ import annotations
 
+import re
+
 RELEASES = {"0.9": "0.9.2", "0.10": "0.10.2", "0.11": "0.11.2", "0.12": "0.12.0.1"}
 
 # The oldest minor pip installs (pyproject.toml); older ones are kept for
 # reading and writing files across releases.
 OLDEST_INSTALLABLE = "0.10"
 
+_DIGITS = re.compile(r"[0-9]{1,9}(?![0-9])")  # a release number: at most 9 ASCII digits
+
 
 def parse_version(v: str) -> tuple[int, ...]:
-  """'0.10.2' -> (0, 10, 2); '0.10.3.dev20260101' -> (0, 10, 3); '' -> ()."""
+  """'0.10.2' -> (0, 10, 2); '0.10.3.dev20260101' -> (0, 10, 3); '' -> ().
+
+  Digits are ASCII only: a file's text may hold other characters that
+  `str.isdigit()` takes ('²') and `int()` refuses, or takes ('١')."""
   out = []
   for part in str(v).split("."):
-    digits = ""
-    for c in part:
-      if not c.isdigit():
-        break
-      digits += c
-    if not digits or len(digits) > 9:  # not a release number
+    m = _DIGITS.match(part)
+    if m is None:  # not a release number
       break
-    out.append(int(digits))
-    if digits != part:
+    out.append(int(m.group()))
+    if m.end() != len(part):
       break
   return tuple(out)
 
