@@ -117,13 +117,8 @@ def _rule_errors(eqn) -> list:
 def _params_errors(prim, params):
   """The problems that the params alone show, the eqn's operands aside."""
   name = prim.name
-  if param_schema.schema(name) is None and param_schema.has_schemas() and _jax_own(prim):
-    yield None, (f"JAX {compat.fmt(compat.JAX_VERSION[:2])}'s primitive {name} has no param "
-                 "schema in jaxpr_proto (no program it is tested with uses it), so its params "
-                 "cannot be checked")
-    return
   found = False
-  for param, message in param_schema.errors(name, params):
+  for param, message in param_schema.errors(name, params, by_name=_jax_own(prim)):
     found = True
     yield param, message
   for param, v in params.items():

@@ -2,8 +2,10 @@
 which types, like the op schemas `onnx.checker` enforces.
 
 A schema is generated per JAX minor by tools/param_names.py (compat/v0_<minor>/
-params.py, PARAM_SCHEMAS) from the params of every eqn of the test corpus:
-for each primitive, each param's *type tree*. A type tree maps the kind of a
+params.py, PARAM_SCHEMAS) from JAX's own harnesses, its public options
+enumerated (each tree widened to the whole family of options it holds: every
+Sharding, every precision form, every accuracy) and the test corpus: for
+each primitive, each param's *type tree*. A type tree maps the kind of a
 value (`kind`) to what is inside it: the element tree of a tuple, the field
 trees of a record, nothing for a leaf:
 
@@ -12,7 +14,12 @@ trees of a record, nothing for a leaf:
     {"absent": None, "tuple": {"str": None}}   # left out, or a tuple of strs
 
 A decoded eqn must have exactly the params of its primitive's schema, each a
-value the tree admits (`errors`). The relations between params that a type
+value the tree admits (`errors`). A JAX primitive that none of those sources
+binds (a GPU kernel's, a sparse format's) is checked by its params' names:
+a param that other primitives have too admits what it admits in any of them
+(JAX names a param by its meaning: `axis_name`, `jaxpr`, `sharding`), and
+one of a name no primitive recorded admits any value the codec reads; JAX's
+own type rule then checks the names and types it takes. The relations between params that a type
 cannot say (counts against sub-jaxprs, axes against ranks) are in
 `param_rules`.
 """
@@ -120,11 +127,34 @@ def mismatch(tree: dict, v, depth: int = 0) -> str | None:
 
 def schema(prim_name: str, version=None) -> dict | None:
   """{param: type tree} of a primitive under a JAX minor (this one by
-  default), or None for a primitive the corpus does not have."""
+  default), or None for a primitive that no source of the tables binds."""
   return (_SCHEMAS if version is None else param_tables.param_schemas(version)).get(prim_name)
 
 
 _SCHEMAS = param_tables.param_schemas(compat.JAX_VERSION)  # read on import, not in a load
+_BY_NAME: dict[str, dict] | None = None  # param name -> the union of its trees
+
+
+def merge(tree: dict, other: dict) -> None:
+  """Widens `tree` to admit what `other` admits (copying, never sharing)."""
+  for k, sub in other.items():
+    if sub is None:
+      tree.setdefault(k, None)
+    else:
+      merge(tree.setdefault(k, {}), sub)
+
+
+def by_name(param: str) -> dict | None:
+  """The tree of every value `param` holds in any recorded primitive (absent
+  aside), or None for a name none has."""
+  global _BY_NAME
+  if _BY_NAME is None:
+    out: dict[str, dict] = {}
+    for s in _SCHEMAS.values():
+      for name, tree in s.items():
+        merge(out.setdefault(name, {}), {k: v for k, v in tree.items() if k != ABSENT})
+    _BY_NAME = out
+  return _BY_NAME.get(param)
 
 
 def has_schemas() -> bool:
@@ -133,12 +163,15 @@ def has_schemas() -> bool:
   return bool(_SCHEMAS)
 
 
-def errors(prim_name: str, params: dict):
+def errors(prim_name: str, params: dict, by_name: bool = True):
   """(param name or None, message) for each way `params` differs from the
   primitive's schema: a param missing, one it does not take, a value of
-  another type."""
+  another type. A primitive without a schema is checked by its params' names
+  where `by_name` (JAX's own primitives; a user's is the reader's to trust)."""
   s = schema(prim_name)
   if s is None:
+    if by_name and has_schemas():
+      yield from _errors_by_name(prim_name, params)
     return
   for name in sorted(set(s) - set(params)):
     if ABSENT in s[name]:
@@ -152,3 +185,15 @@ def errors(prim_name: str, params: dict):
     why = mismatch(tree, v)
     if why:
       yield name, f"{prim_name}'s {name} is {why}"
+
+
+def _errors_by_name(prim_name: str, params: dict):
+  """The errors of a primitive without a schema: each param against what its
+  name holds in the recorded primitives."""
+  for name, v in params.items():
+    tree = by_name(name)
+    if tree is None:
+      continue
+    why = mismatch(tree, v)
+    if why:
+      yield name, f"{prim_name}'s {name} is {why} (as {name} is in the primitives that have it)"

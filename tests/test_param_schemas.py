@@ -1,0 +1,183 @@
+"""The param schemas admit what JAX runs: JAX's own harnesses, its public
+options (every sharding, precision and accuracy form), primitives that no
+source binds; and still refuse a value of another kind, with its path.
+
+The whole sweep of JAX's harnesses is tools/harnesses.py; a bounded sample
+of it runs here.
+"""
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.extend.core import jaxpr_as_fun
+from jax.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
+
+import jaxpr_proto as jp
+from jaxpr_proto.check import param_schema
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import harnesses  # noqa: E402  (tools/harnesses.py)
+import param_names  # noqa: E402  (tools/param_names.py)
+
+
+def _round_trip(f, *args, grad: bool = False):
+  """Saves and loads f's jaxpr; it must print as the original and give the
+  same outputs bit for bit (and the same gradient, with `grad`)."""
+  orig = jax.make_jaxpr(f)(*args)
+  loaded = jp.loads(jp.dumps(orig))
+  assert str(loaded) == str(orig)
+  try:
+    jax.jit(jaxpr_as_fun(orig))(*args)
+  except ValueError as e:  # a program for another backend: so is the loaded one
+    with pytest.raises(ValueError, match="not supported"):
+      jax.jit(jaxpr_as_fun(loaded))(*args)
+    assert "not supported" in str(e)
+    return loaded
+  want, got = jax.jit(jaxpr_as_fun(orig))(*args), jax.jit(jaxpr_as_fun(loaded))(*args)
+  for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got)):
+    assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+  if grad:
+    scalar = lambda g: lambda *a: sum(jnp.sum(o) for o in g(*a))
+    gw = jax.grad(scalar(jaxpr_as_fun(orig)))(*args)
+    gg = jax.grad(scalar(jaxpr_as_fun(loaded)))(*args)
+    np.testing.assert_array_equal(gw, gg)
+  return loaded
+
+
+# --- JAX's own harnesses ----------------------------------------------------------
+
+# Harnesses that bind a primitive without its optional params (`cbrt`
+# without accuracy, `svd` without algorithm), or a primitive only they bind.
+_NAMED = ("cbrt_shape_bfloat16", "mul_dtypes_lhs_float32", "svd_shape_float32_2_2",
+          "conj_dtypes_operand_float32", "iota_2x32_shape")
+
+
+def _sample():
+  every = harnesses.harnesses(per_group=1)
+  picked = [h for i, h in enumerate(every) if i % 6 == 0]
+  picked += [h for h in every if any(h.fullname.startswith(n) for n in _NAMED)]
+  return sorted({h.fullname: h for h in picked}.values(), key=lambda h: h.fullname)
+
+
+@pytest.mark.parametrize("harness", _sample(), ids=lambda h: h.fullname[:60])
+def test_jax_harness_round_trips(harness):
+  """Prints as the original, outputs, vmap and jvp the same bits
+  (tools/harnesses.py checks all of them)."""
+  verdict, message = harnesses.check(harness)
+  assert verdict in ("ok", "jax_fails"), f"{verdict}: {message}"
+
+
+# --- JAX's public options, each family whole --------------------------------------
+
+def test_sharded_jit_loads():
+  """jit with NamedSharding and SingleDeviceSharding in and out shardings."""
+  x = np.arange(8, dtype=np.float32)
+  mesh = jax.make_mesh((1,), ("x",))
+  for s in (NamedSharding(mesh, P("x")), SingleDeviceSharding(jax.devices()[0])):
+    _round_trip(lambda y, s=s: jax.jit(lambda z: z * 2, in_shardings=s, out_shardings=s)(y), x,
+                grad=True)
+
+
+@pytest.mark.parametrize("precision", [
+    lax.DotAlgorithmPreset.F32_F32_F32, lax.DotAlgorithmPreset.BF16_BF16_F32,
+    lax.DotAlgorithmPreset.DEFAULT, lax.DotAlgorithm(np.float32, np.float32, np.float32),
+    (lax.Precision.HIGHEST, lax.Precision.DEFAULT), "bfloat16"], ids=str)
+def test_every_precision_form_loads(precision):
+  a = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
+  _round_trip(lambda x: lax.dot(x, x, precision=precision), a, grad=True)
+
+
+@pytest.mark.parametrize("accuracy", [lax.Tolerance(atol=1e-5, rtol=1e-5, ulps=0),
+                                      lax.Tolerance(ulps=2), lax.AccuracyMode.HIGHEST],
+                         ids=lambda a: type(a).__name__)
+def test_every_accuracy_form_loads(accuracy):
+  x = np.linspace(0.1, 1, 4, dtype=np.float32)
+  loaded = _round_trip(lambda y: lax.exp(y, accuracy=accuracy), x)
+  got = loaded.jaxpr.eqns[0].params["accuracy"]
+  assert type(got) is type(accuracy) and vars(got) == vars(accuracy) if isinstance(
+      accuracy, lax.Tolerance) else got is accuracy
+
+
+def test_a_bad_tolerance_is_refused():
+  x = np.float32(1.0)
+  data = jp.dumps(jax.make_jaxpr(lambda y: lax.exp(y, accuracy=lax.Tolerance(ulps=2)))(x))
+  bad = data.replace(b"ulps", b"ulpz")
+  with pytest.raises(jp.DecodeError, match="tolerance needs the fields atol, rtol and ulps") as e:
+    jp.loads(bad)
+  assert e.value.path.startswith("eqn[0].params.accuracy")
+
+
+def test_reshard_over_an_explicit_mesh_loads():
+  mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Explicit,))
+  x = np.arange(4, dtype=np.float32)
+  _round_trip(lambda y: jax.sharding.reshard(y, NamedSharding(mesh, P("x"))) * 2, x)
+
+
+def test_run_state_loads():
+  from jaxpr_proto.compat import common  # noqa: F401  (run_state is JAX-internal API)
+  from jax._src.state.discharge import run_state
+
+  def bump(ref):
+    ref[...] = ref[...] * 2.0 + 1.0
+  _round_trip(run_state(bump), np.arange(3, dtype=np.float32))
+
+
+def test_a_value_of_an_unknown_family_is_refused_with_its_path():
+  """A jit's in_shardings admits every Sharding, not a Precision."""
+  x = np.float32(1.0)
+  cj = jax.make_jaxpr(lambda y: jax.jit(lambda z: z + 1)(y))(x)
+  e = cj.jaxpr.eqns[0]
+  bad = cj.replace(jaxpr=cj.jaxpr.replace(
+      eqns=[e.replace(params={**e.params, "in_shardings": (lax.Precision.HIGH,)})]))
+  with pytest.raises(jp.DecodeError, match="jit's in_shardings is element 0: a Precision where "
+                                           "it takes .*NamedSharding") as err:
+    jp.loads(jp.dumps(bad))
+  assert err.value.path == "eqn[0].params.in_shardings"
+
+
+# --- how the generator widens, and primitives no source binds -----------------------
+
+def test_widen_admits_each_family_whole():
+  families = {"precision": {"None": None, "tuple": {"enum:Precision": None},
+                            "enum:DotAlgorithmPreset": None},
+              "sharding": {"obj:NamedSharding": None, "obj:UnspecifiedValue": None}}
+  schemas = {
+      "dot_general": {"precision": {"None": None, "tuple": {"enum:Precision": None}},
+                      "dimension_numbers": {"tuple": {"tuple": {"int": None}}}},
+      "jit": {"in_shardings": {"tuple": {"obj:UnspecifiedValue": None}}},
+      "sharding_constraint": {"sharding": {"obj:NamedSharding": None}},
+      "broadcast_in_dim": {"sharding": {"None": None}, "shape": {"tuple": {"int": None}}},
+      "reduce_sum": {"axes": {"tuple": {"int": None}}, "out_sharding": {"None": None}},
+  }
+  param_names.widen(schemas, families)
+  assert "enum:DotAlgorithmPreset" in schemas["dot_general"]["precision"]
+  assert schemas["dot_general"]["dimension_numbers"] == {"tuple": {"tuple": {"int": None}}}
+  assert "obj:NamedSharding" in schemas["jit"]["in_shardings"]["tuple"]
+  # by name: broadcast_in_dim's sharding, as sharding_constraint's
+  assert "obj:NamedSharding" in schemas["broadcast_in_dim"]["sharding"]
+  # a param of another name, left None, stays so
+  assert schemas["reduce_sum"]["out_sharding"] == {"None": None}
+  assert schemas["reduce_sum"]["axes"] == {"tuple": {"int": None}}
+
+
+def test_a_primitive_no_source_binds_is_checked_by_its_params_names():
+  """A JAX primitive without a recorded schema: a param that other
+  primitives have admits what it admits there, and nothing else."""
+  from jaxpr_proto.codec.names import REGISTRY
+  unbound = sorted(n for (ns, n) in REGISTRY.all()
+                   if ns == "jax" and param_schema.schema(n) is None)
+  if not unbound:
+    pytest.skip("every JAX primitive of this process has a recorded schema")
+  name = unbound[0]
+  assert list(param_schema.errors(name, {"axis_name": ("i",), "unheard_of": 3})) == []
+  errs = list(param_schema.errors(name, {"axis_name": 1.5}))
+  assert errs and errs[0][0] == "axis_name" and "a float where it takes" in errs[0][1]
+  # a user's primitive is the reader's to trust
+  assert list(param_schema.errors(name, {"axis_name": 1.5}, by_name=False)) == []

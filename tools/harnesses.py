@@ -1,0 +1,217 @@
+"""Round-trips every one of JAX's own primitive harnesses through jaxpr_proto.
+
+    .venv/bin/python tools/harnesses.py                 # all harnesses this backend runs
+    .venv/bin/python tools/harnesses.py --x64 --jobs 8  # with jax_enable_x64, 8 processes
+    .venv/bin/python tools/harnesses.py --per-group 1   # a sample: the first of each group
+
+JAX's harnesses (`jax._src.internal_test_util.test_harnesses`, the ones its
+own export and lowering tests run) bind every primitive with the params JAX
+gives it, including primitives bound without their optional params. They are
+programs we did not write, so they measure what the param schemas refuse.
+
+Each harness that JAX itself can run on this backend (its `jax_unimplemented`
+limitations excluded, and a program whose original fails to trace or run is
+counted as `jax_fails`, not against us) is traced with `jax.make_jaxpr`,
+written with `jp.dumps`, read with `jp.loads`, and must
+
+* print as the original (`str` of the ClosedJaxpr);
+* give the same outputs, bit for bit, under `jax.jit`;
+* `vmap` as the original does (a batch of two, the same bits);
+* `jvp` as the original does (tangents of ones for inexact inputs; the same bits).
+
+The verdicts, one per harness, are `ok` or the first check that failed, with
+its message; the totals are printed per verdict, and `--json F` writes all.
+tests/test_harnesses.py runs a bounded sample of this in the suite.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing
+import sys
+import traceback
+
+import numpy as np
+
+VERDICTS = ("ok", "jax_fails", "save_fails", "load_fails", "prints_differently",
+            "outputs_differ", "vmap_differs", "jvp_differs")
+
+
+def harnesses(per_group: int | None = None, contains: str | None = None) -> list:
+  """The harnesses JAX runs on this backend, in JAX's order; with `per_group`,
+  only the first N of each group."""
+  import jax
+  from jax._src.internal_test_util import test_harnesses as th
+  platform = jax.devices()[0].platform
+  out, seen = [], collections.Counter()
+  for h in th.all_harnesses:
+    if not h.filter(platform, one_containing=contains):
+      continue
+    if per_group is not None and seen[h.group_name] >= per_group:
+      continue
+    seen[h.group_name] += 1
+    out.append(h)
+  return out
+
+
+def _same(a, b) -> bool:
+  """Whether two pytrees of arrays are equal bit for bit (dtypes and shapes too)."""
+  import jax
+  la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+  if len(la) != len(lb):
+    return False
+  for x, y in zip(la, lb):
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype != y.dtype or x.shape != y.shape:
+      return False
+    if x.dtype.kind == "V" or x.dtype.name.startswith("key"):
+      continue
+    if x.tobytes() != y.tobytes():
+      return False
+  return True
+
+
+def _batch(args):
+  """A batch of two of each argument: the argument and the argument reversed
+  along a new leading axis, so that the two rows differ where they can."""
+  out = []
+  for a in args:
+    a = np.asarray(a)
+    out.append(np.stack([a, a[::-1] if a.ndim else a]))
+  return out
+
+
+def _tangents(args):
+  import jax.numpy as jnp
+  from jax import dtypes
+  out = []
+  for a in args:
+    a = np.asarray(a)
+    if jnp.issubdtype(a.dtype, jnp.inexact):
+      out.append(np.ones_like(a))
+    else:
+      out.append(np.zeros(a.shape, dtypes.float0))
+  return out
+
+
+def check(h, rng_seed: int = 0) -> tuple[str, str]:
+  """(verdict, message) of one harness."""
+  import jax
+  import jax.numpy as jnp
+  import jaxpr_proto as jp
+  from jax.extend.core import jaxpr_as_fun
+  rng = np.random.RandomState(rng_seed)
+  try:
+    args = [np.asarray(a) if not isinstance(a, jax.Array) else a for a in h.dyn_args_maker(rng)]
+    orig = jax.make_jaxpr(h.dyn_fun)(*args)
+    f = jax.jit(jaxpr_as_fun(orig))
+    want = f(*args)
+    jax.block_until_ready(want)
+  except Exception as e:
+    return "jax_fails", f"{type(e).__name__}: {e}"[:300]
+  try:
+    data = jp.dumps(orig)
+  except Exception as e:
+    return "save_fails", f"{type(e).__name__}: {e}"[:300]
+  try:
+    loaded = jp.loads(data)
+  except Exception as e:
+    return "load_fails", f"{type(e).__name__}: {e}"[:300]
+  if str(loaded) != str(orig):
+    return "prints_differently", str(loaded)[:300]
+  g = jax.jit(jaxpr_as_fun(loaded))
+  try:
+    got = g(*args)
+  except Exception as e:
+    return "outputs_differ", f"{type(e).__name__}: {e}"[:300]
+  if not _same(want, got):
+    return "outputs_differ", "the loaded program's outputs differ"
+  # vmap and jvp: compared only where the original itself transforms.
+  arrays = all(isinstance(a, (np.ndarray, jax.Array)) for a in args)
+  if arrays and args:
+    batch = _batch(args)
+    try:
+      want_v = jax.jit(jax.vmap(f))(*batch)
+    except Exception:
+      want_v = None
+    if want_v is not None:
+      try:
+        got_v = jax.jit(jax.vmap(g))(*batch)
+      except Exception as e:
+        return "vmap_differs", f"{type(e).__name__}: {e}"[:300]
+      if not _same(want_v, got_v):
+        return "vmap_differs", "the loaded program's vmap outputs differ"
+    if any(jnp.issubdtype(np.asarray(a).dtype, jnp.inexact) for a in args):
+      tangents = _tangents(args)
+      try:
+        want_t = jax.jit(lambda *a: jax.jvp(f, a, tangents))(*args)
+      except Exception:
+        want_t = None
+      if want_t is not None:
+        try:
+          got_t = jax.jit(lambda *a: jax.jvp(g, a, tangents))(*args)
+        except Exception as e:
+          return "jvp_differs", f"{type(e).__name__}: {e}"[:300]
+        if not _same(want_t, got_t):
+          return "jvp_differs", "the loaded program's jvp outputs differ"
+  return "ok", ""
+
+
+def _run_slice(job):
+  """The verdicts of harnesses k, k + n, k + 2n, ... (one worker process)."""
+  k, n, opts = job
+  import jax
+  if opts["x64"]:
+    jax.config.update("jax_enable_x64", True)
+  out = []
+  for h in harnesses(opts["per_group"], opts["contains"])[k::n]:
+    try:
+      verdict, msg = check(h)
+    except Exception:
+      verdict, msg = "tool_error", traceback.format_exc()[-500:]
+    out.append((h.fullname, h.group_name, verdict, msg))
+    jax.clear_caches()
+  return out
+
+
+def run(*, jobs: int = 1, x64: bool = False, per_group: int | None = None,
+        contains: str | None = None) -> list[tuple[str, str, str, str]]:
+  """[(harness, group, verdict, message)] of every harness selected."""
+  opts = {"x64": x64, "per_group": per_group, "contains": contains}
+  if jobs <= 1:
+    return _run_slice((0, 1, opts))
+  ctx = multiprocessing.get_context("spawn")
+  with ctx.Pool(jobs) as pool:
+    parts = pool.map(_run_slice, [(k, jobs, opts) for k in range(jobs)])
+  return sorted((r for p in parts for r in p), key=lambda r: r[0])
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--jobs", type=int, default=1, help="worker processes")
+  ap.add_argument("--x64", action="store_true", help="with jax_enable_x64")
+  ap.add_argument("--per-group", type=int, default=None, help="the first N harnesses of each group")
+  ap.add_argument("--contains", default=None, help="only harnesses whose name contains this")
+  ap.add_argument("--json", default=None, help="write every verdict to this file")
+  a = ap.parse_args(argv)
+  import jax
+  rows = run(jobs=a.jobs, x64=a.x64, per_group=a.per_group, contains=a.contains)
+  counts = collections.Counter(r[2] for r in rows)
+  ran = len(rows) - counts["jax_fails"]
+  print(f"JAX {jax.__version__} on {jax.devices()[0].platform}, x64={a.x64}: {len(rows)} harnesses, "
+        f"{counts['jax_fails']} that JAX itself cannot run here; of the other {ran}: "
+        f"{counts['ok']} ok")
+  for v, n in sorted(counts.items()):
+    print(f"  {v:20s} {n}")
+  for name, group, verdict, msg in rows:
+    if verdict not in ("ok", "jax_fails"):
+      print(f"{verdict}: {name}: {' '.join(msg.split())[:240]}")
+  if a.json:
+    with open(a.json, "w") as f:
+      json.dump([dict(zip(("harness", "group", "verdict", "message"), r)) for r in rows], f, indent=0)
+  return 0 if counts["ok"] == ran else 1
+
+
+if __name__ == "__main__":
+  sys.exit(main())
