@@ -343,8 +343,20 @@ def _example(aval):
   if dtype == jax.dtypes.float0:
     return np.zeros(shape, dtype)
   if jnp.issubdtype(dtype, jnp.inexact):
-    return np.full(shape, 0.5, dtype)
-  return np.ones(shape, dtype)
+    return _in_memory_space(np.full(shape, 0.5, dtype), aval)
+  return _in_memory_space(np.ones(shape, dtype), aval)
+
+
+def _in_memory_space(x, aval):
+  """`x` where a program's input or output of type `aval` is: in host memory
+  for a `float32<host>[3]` (an argument placed by jax.device_put(x,
+  jax.memory.Space.Host) is traced so, and JAX's vjp wants a cotangent of
+  the output's memory space: a user's own program needs these too)."""
+  import jax
+  space = getattr(aval, "memory_space", None)
+  if space is None or space == jax.memory.Space.Device:
+    return x
+  return jax.device_put(x, space)
 
 
 def _differentiable_args(cj):
@@ -474,7 +486,8 @@ def _run_program(cj, vjp: bool) -> str:
     def pulled_back(*args):
       out, pull = jax.vjp(f, *args)
       return pull([np.zeros(o.shape, o.dtype) if o.dtype == jax.dtypes.float0
-                   else jax.numpy.ones(o.shape, o.dtype) for o in out])
+                   else _in_memory_space(jax.numpy.ones(o.shape, o.dtype), jax.typeof(o))
+                   for o in out])
     execute(pulled_back)
   return "ran"
 

@@ -13,6 +13,7 @@ import operator
 from jaxpr_proto import compat
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.codec.state import MAX_DEPTH
+from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import columns, walk
 
 
@@ -47,7 +48,8 @@ class Structure:
     if not self.n["closed_jaxprs"]:
       self.err("root", "the module has no closed jaxprs")
       return
-    self.ref("closed_jaxprs", m.root, "root", "root closed jaxpr")
+    if self.ref("closed_jaxprs", m.root, "root", "root closed jaxpr"):
+      self.root_inputs()
     for i, f in enumerate(m.frames):
       self.ref("strings", f.file, f"frames[{i}].file", "string")
       self.ref("strings", f.function, f"frames[{i}].function", "string")
@@ -92,6 +94,36 @@ class Structure:
     for i, j in enumerate(m.jaxprs):
       self.jaxpr(i, j)
     self.cycles_and_depth()
+
+  def root_inputs(self) -> None:
+    """The program's inputs are in the memory spaces that tracing gives them.
+
+    JAX checks every other variable's memory space against its type rules
+    (stage 4: an eqn's results, a cond branch's or scan body's inputs against
+    the operands), but takes a program's inputs as they are. Tracing gives an
+    input the memory space of its argument's sharding, device or host
+    (`core.mem_kind_to_space`: `pinned_host` is host, anything else device);
+    `jax.memory.Space.Any` is only what `device_put` makes inside a program
+    (whose jit JAX 0.10-0.12 cannot lower), and a PRNG key placed in host
+    memory is still typed as in device memory (`jax.typeof`), as JAX's
+    lowering of random bits needs (its loop's carry mixes the two
+    otherwise). Such inputs (issue 30: a key and a cond's operand in memory
+    space any) fail inside JAX when compiled or differentiated."""
+    m = self.m
+    j = m.closed_jaxprs[m.root].jaxpr
+    if not 0 <= j < self.n["jaxprs"]:
+      return  # (told where the closed jaxpr is checked)
+    for k, v in enumerate(m.jaxprs[j].invars):
+      a = m.avals[v.aval] if 0 <= v.aval < self.n["avals"] else None
+      if a is None or a.WhichOneof("kind") != "shaped_array":
+        continue
+      space, dtype = a.shaped_array.memory_space, a.shaped_array.dtype
+      if space == pb.MEMORY_SPACE_ANY:
+        self.err(f"invars[{k}]", f"an input of the program in memory space any (avals[{v.aval}]): "
+                                 "tracing gives inputs device or host memory only")
+      elif space != pb.MEMORY_SPACE_DEVICE_UNSPECIFIED and dtype == pb.DTYPE_KEY:
+        self.err(f"invars[{k}]", f"a PRNG key input of the program in host memory "
+                                 f"(avals[{v.aval}]): tracing gives a key input device memory")
 
   def edge(self, a, b, path) -> None:
     out = self.edges.get(a)
