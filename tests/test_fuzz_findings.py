@@ -259,3 +259,110 @@ def test_an_eqn_result_in_another_memory_space_is_refused():
     jp.loads(m.SerializeToString())
   assert not isinstance(e.value, jp.InternalError)
 
+
+# --- 5. remat policies: what JAX calls under vjp is a policy of JAX's ------------
+
+_CP = jax.checkpoint_policies
+
+
+def _remat_module(policy):
+  """A program of one remat eqn (root eqn 0) with `policy`, and its policy Value."""
+  f = jax.checkpoint(lambda x: jnp.sin(x @ x) @ x, policy=policy)
+  m = jp.encode(jax.make_jaxpr(f)(np.ones((2, 2), np.float32)))
+  assert m.primitives[_root(m).eqns[0].primitive].name == "remat2"
+  (p,) = [p for p in m.params if p.name == "policy"]
+  return m, p.value
+
+
+def _field(v, name):
+  fields = v.extension.fields if v.HasField("extension") else v.record.fields
+  (f,) = [f for f in fields if f.name == name]
+  return f.value
+
+
+def _differentiates(data):
+  g = jax.extend.core.jaxpr_as_fun(jp.loads(data))
+  return jax.jit(jax.grad(lambda x: g(x)[0].sum()))(np.ones((2, 2), np.float32))
+
+
+@pytest.mark.parametrize("policy", [
+    _CP.nothing_saveable, _CP.everything_saveable, _CP.dots_saveable,
+    _CP.dots_with_no_batch_dims_saveable, _CP.save_only_these_names("a"),
+    _CP.save_any_names_but_these("a"),
+    _CP.save_from_both_policies(_CP.dots_saveable, _CP.save_only_these_names("a")),
+    _CP.save_from_both_policies(_CP.save_from_both_policies(_CP.nothing_saveable,
+                                                            _CP.everything_saveable),
+                                _CP.dots_saveable),
+    _CP.offload_dot_with_no_batch_dims("device", "pinned_host"),
+], ids=lambda p: getattr(p, "__qualname__", type(p).__name__))
+def test_remat_policies_of_jax_load_and_differentiate(policy):
+  m, _ = _remat_module(policy)
+  want = jax.jit(jax.grad(lambda x: jax.checkpoint(lambda x: jnp.sin(x @ x) @ x,
+                                                   policy=policy)(x).sum()))(np.ones((2, 2), np.float32))
+  np.testing.assert_allclose(_differentiates(m.SerializeToString()), want, rtol=1e-6)
+
+
+def _both():
+  return _remat_module(_CP.save_from_both_policies(_CP.dots_saveable, _CP.nothing_saveable))
+
+
+def _set(v, **kind):
+  (k, x), = kind.items()
+  v.Clear()
+  if k == "str":
+    v.str = x
+  elif k == "function":
+    v.function = x
+  elif k == "int":
+    v.int = x
+  else:
+    getattr(v, k).CopyFrom(x)
+
+
+@pytest.mark.parametrize("field", ["policy_1", "policy_2"])
+@pytest.mark.parametrize("value, why", [
+    (dict(str="x"), "not a remat policy: str 'x'"),
+    (dict(int=3), "not a remat policy: int 3"),
+    (dict(function="jax.numpy.isscalar"), "not a remat policy: function"),
+])
+def test_save_from_both_policies_of_what_is_no_policy_is_refused(field, value, why):
+  """The issue's case: save_from_both_policies("x", ...) loaded, and vjp
+  raised `'str' object is not callable`."""
+  m, v = _both()
+  _set(_field(v, field), **value)
+  e = _refused(m, f"eqn[0].params.policy.{field}", why)
+  assert e.message.startswith("jax::save_from_both_policies's " + field)
+
+
+def test_save_from_both_policies_of_an_offloading_policy_is_refused():
+  """JAX's save_from_both_policies raises at vjp where a policy returns no
+  bool (as for a user's program): refused on load."""
+  m, v = _both()
+  _, offload = _remat_module(_CP.offload_dot_with_no_batch_dims("device", "pinned_host"))
+  _set(_field(v, "policy_2"), extension=offload.extension)
+  _refused(m, "eqn[0].params.policy.policy_2", "returns no bool")
+
+
+@pytest.mark.parametrize("field, value", [("offload_src", "pinned_host"), ("offload_dst", "gpu"),
+                                          ("offload_dst", 3)])
+def test_offloading_to_what_is_no_memory_kind_is_refused(field, value):
+  m, v = _remat_module(_CP.offload_dot_with_no_batch_dims("device", "pinned_host"))
+  _set(_field(v, field), **({"str": value} if isinstance(value, str) else {"int": value}))
+  _refused(m, f"eqn[0].params.policy.{field}", "must be one of the memory kinds")
+
+
+def test_a_remat_policy_that_is_another_function_is_refused():
+  m, v = _both()
+  _set(v, function="jax.numpy.isscalar")
+  _refused(m, "eqn[0].params.policy", "not a remat policy: function")
+
+
+@pytest.mark.parametrize("policy, field, value, why", [
+    (_CP.save_only_these_names("a"), "saveable_names", dict(int=5), "a frozenset of str"),
+    (_CP.save_any_names_but_these("a"), "names", dict(str="a"), "a frozenset of str"),
+    (_CP.dots_saveable, "only_if_no_batch_dims", dict(str="x"), "a bool"),
+])
+def test_policy_records_of_other_field_types_are_refused(policy, field, value, why):
+  m, v = _remat_module(policy)
+  _set(_field(v, field), **value)
+  _refused(m, "eqn[0].params.policy", why)

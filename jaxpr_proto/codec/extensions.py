@@ -16,7 +16,7 @@ from typing import Callable
 import jax
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import names
+from jaxpr_proto.codec import names, policies
 from jaxpr_proto.compat import standins
 from jaxpr_proto.errors import DecodeError, EncodeError, VersionError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
@@ -335,6 +335,9 @@ def _build_policy(codec, fields, path):
   fn, argnames = compat.policy_factories()[codec]
   if set(fields) != set(argnames):
     raise DecodeError(f"{codec} needs fields {argnames}, got {sorted(fields)}", path)
+  bad = policies.build_problem(codec, fields)  # (JAX calls the policy only under vjp)
+  if bad is not None:
+    raise DecodeError(f"{codec}'s {bad[0]} {bad[1]}", f"{path}.{bad[0]}")
   try:
     return fn(*(fields[a] for a in argnames))
   except Exception as e:

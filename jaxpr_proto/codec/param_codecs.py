@@ -8,7 +8,7 @@ FIXUPS rebuild what depends on several params once all are decoded.
 from __future__ import annotations
 
 from jaxpr_proto import compat
-from jaxpr_proto.codec import callbacks, custom_rules, custom_vmap, extensions, names, pallas
+from jaxpr_proto.codec import callbacks, custom_rules, custom_vmap, extensions, names, pallas, policies
 from jaxpr_proto.compat import memo
 from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
@@ -120,8 +120,17 @@ def _custom_vmap_fixup(params, path):
   custom_vmap.fixup(params, path)
 
 
+def _remat_fixup(params, path):
+  policy = params.get("policy")
+  if policy is None or type(policy).__module__ == "jaxpr_proto.check.checker":  # (told already)
+    return
+  why = policies.problem(policy)  # (JAX calls it only under vjp: 'str' is not callable there)
+  if why:
+    raise DecodeError(f"remat's policy: {why}", f"{path}.params.policy")
+
+
 # Per-primitive fixups run after all params are decoded.
-FIXUPS = {"reduce": _reduce_fixup, "custom_vmap_call": _custom_vmap_fixup}
+FIXUPS = {"reduce": _reduce_fixup, "custom_vmap_call": _custom_vmap_fixup, "remat2": _remat_fixup}
 
 
 # (a param's name, its value by memo.value_key, names.generation()) -> the
