@@ -96,18 +96,17 @@ def encode_jvp_rule(enc, eqn, path) -> int:
   thunk = params["jvp_jaxpr_fun"]
   call_jaxpr = params["call_jaxpr"]
   key = _rule_key(enc, "jvp", thunk, call_jaxpr, (params["num_consts"], params["symbolic_zeros"]))
-  idx, entry = enc.state.reserve("rules", key)
+  functions = ("jvp", key[1])
+  cut = _cut(enc, key, functions, "custom_jvp", thunk.debug_info.func_name)
+  idx, entry = enc.state.reserve("rules", key if cut is None else ("cut", key))
   if entry is None:
     return idx
   msg = entry.jvp
   n_primals = len(call_jaxpr.in_avals) - params["num_consts"]
   msg.name = thunk.debug_info.func_name
   msg.debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
-  if enc.state.rule_depth >= MAX_RULE_DEPTH:
-    msg.trace_error = (f"the custom_jvp rule {msg.name!r} was not saved: custom_jvp rules "
-                       f"nest more than {MAX_RULE_DEPTH} deep here (a rule whose derivative "
-                       "is again a new rule), so derivatives of order above "
-                       f"{MAX_RULE_DEPTH} are not kept")
+  if cut is not None:
+    msg.trace_error = cut
     return idx
   try:
     jaxpr, consts, out_zeros = thunk.call_wrapped(*([False] * n_primals))
@@ -116,15 +115,42 @@ def encode_jvp_rule(enc, eqn, path) -> int:
     msg.trace_error = _trace_error("custom_jvp rule", msg.name, e)
     return idx
   msg.out_zeros.extend(bool(z) for z in out_zeros)
-  with enc.state.inside_rule():
+  with enc.state.inside_rule(functions):
     msg.jvp = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.jvp")
   return idx
 
 
-# Rules inside rules: the jvp of a custom_jvp function may call a custom_jvp
-# function whose own rule is new at every order (JAX 0.12's i1); a cap keeps
-# the file finite.
+# Rules inside rules. JAX traces a rule when a transformation first needs it;
+# the encoder traces each rule it meets, and the rules in the jaxprs of those,
+# and so on, which may never end: the jvp of a custom_jvp function may call a
+# custom_jvp function whose own rule is new at every order (JAX 0.12's i1),
+# and odeint's bwd solves an augmented ODE with odeint, whose bwd solves a
+# bigger one, each rule's jaxprs twice the size of the one before. A rule
+# nested more than MAX_RULE_DEPTH deep in rules, or a custom_vjp rule inside
+# MAX_VJP_TOWER rules of its own fwd and bwd functions, is saved as not
+# saved (trace_error, named at its use), under a key of its own, so that the
+# same call met elsewhere, less deep, is still saved in full. What a program
+# holds itself is always saved; of odeint, two orders of derivatives more.
 MAX_RULE_DEPTH = 16
+MAX_VJP_TOWER = 2
+
+
+def _cut(enc, key, functions, what, name):
+  """Why the rule `key` (identified across calls by `functions`) is not
+  traced here, or None: it is written already, or may be."""
+  st = enc.state
+  if key in st.interned["rules"]:
+    return None
+  if len(st.open_rules) >= MAX_RULE_DEPTH:
+    return (f"the {what} rule {name!r} was not saved: custom rules nest more than "
+            f"{MAX_RULE_DEPTH} deep here (a rule whose derivative is again a new rule), so "
+            f"derivatives of order above {MAX_RULE_DEPTH} are not kept")
+  if functions[0] == "vjp" and any(functions[1:]) and st.open_rules.count(functions) >= MAX_VJP_TOWER:
+    return (f"the {what} rule {name!r} was not saved: it is inside {MAX_VJP_TOWER} rules of "
+            "its own fwd and bwd functions (a bwd that calls its custom_vjp function again, "
+            "on a new program, as odeint's does), so derivatives of order above "
+            f"{MAX_VJP_TOWER} of that call are not kept")
+  return None
 
 
 def _is_zero(x):
@@ -140,7 +166,9 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   thunk, bwd, out_trees = params["fwd_jaxpr_thunk"], params["bwd"], params["out_trees"]
   call_jaxpr, num_consts = params["call_jaxpr"], params["num_consts"]
   key = _rule_key(enc, "vjp", thunk, call_jaxpr, (num_consts, params["symbolic_zeros"], id(bwd.f)))
-  idx, entry = enc.state.reserve("rules", key)
+  functions = ("vjp", key[1], tuple(_rule_functions(bwd)))
+  cut = _cut(enc, key, functions, "custom_vjp", bwd.debug_info.func_name)
+  idx, entry = enc.state.reserve("rules", key if cut is None else ("cut", key))
   if entry is None:
     return idx
   msg = entry.vjp
@@ -150,6 +178,9 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   msg.bwd_name = bwd.debug_info.func_name
   msg.fwd_debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
   msg.bwd_debug_info.CopyFrom(enc.debug_info_msg(bwd.debug_info))
+  if cut is not None:
+    msg.trace_error = cut
+    return idx
   try:
     fwd_jaxpr, fwd_consts = thunk.call_wrapped(*([True] * n_primals))
     out_tree, res_tree, input_fwds = out_trees()
@@ -173,8 +204,9 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   msg.out_tree.CopyFrom(enc.value(out_tree, f"{path}.out_tree").treedef)
   msg.res_tree.CopyFrom(enc.value(res_tree, f"{path}.res_tree").treedef)
   msg.input_fwds.extend(-1 if f is None else f for f in input_fwds)
-  msg.fwd = enc.closed_jaxpr(_closed(fwd_jaxpr, fwd_consts), f"{path}.fwd")
-  msg.bwd = enc.closed_jaxpr(_closed(bwd_jaxpr, bwd_consts), f"{path}.bwd")
+  with enc.state.inside_rule(functions):
+    msg.fwd = enc.closed_jaxpr(_closed(fwd_jaxpr, fwd_consts), f"{path}.fwd")
+    msg.bwd = enc.closed_jaxpr(_closed(bwd_jaxpr, bwd_consts), f"{path}.bwd")
   return idx
 
 

@@ -31,7 +31,9 @@ class EncodeState:
   call_keys: dict = dataclasses.field(default_factory=dict)
   namespaces: set[str] = dataclasses.field(default_factory=set)  # of the primitives used
   features: set[str] = dataclasses.field(default_factory=set)  # Module.required_features
-  rule_depth: int = 0  # custom_jvp rules being encoded inside one another
+  # The custom rules being encoded inside one another, outermost first: each
+  # by the functions that identify it (custom_rules.encode_*_rule).
+  open_rules: list = dataclasses.field(default_factory=list)
   symbolic_scope: object = None  # of the symbolic dims, which must share one
   out_of_line: object = None  # a wire.external.Sink for big arrays, or None
   inline_bytes: int = 0  # of array data in the message
@@ -88,12 +90,12 @@ class EncodeState:
     return out
 
   @contextlib.contextmanager
-  def inside_rule(self):
-    self.rule_depth += 1
+  def inside_rule(self, functions):
+    self.open_rules.append(functions)
     try:
       yield
     finally:
-      self.rule_depth -= 1
+      self.open_rules.pop()
 
 
 _IN_PROGRESS = object()
