@@ -73,7 +73,37 @@ def test_odeint_saves_in_bounded_time_and_round_trips():
 def test_grad_of_odeint_saves_in_bounded_time():
   out = _run("grad")
   assert out["dumps_s"] < 30, out["dumps_s"]
+  original, loaded = out["printed"]
+  assert loaded == original  # (JAX's copies of _where's jaxpr: ClosedJaxpr.same_vars)
   assert out["outs"][0] == out["outs"][1]
+
+
+def test_jaxprs_copy_prints_as_the_original():
+  """Two jaxpr objects with the same variables and eqns (JAX's
+  Jaxpr.replace(), as odeint's grad holds) print with the same names; the
+  loaded program's do too (ClosedJaxpr.same_vars, format 1.4)."""
+  import jax
+  import jax.numpy as jnp
+  from jax.extend.core import ClosedJaxpr
+
+  import jaxpr_proto as jp
+  from jaxpr_proto.codec import encoder
+
+  g = jax.jit(lambda x: jnp.sin(x) * 2.0)
+  cj = jax.make_jaxpr(lambda x: g(g(x)))(1.0)
+  second = cj.jaxpr.eqns[1]
+  inner = second.params["jaxpr"]
+  copy = ClosedJaxpr(inner.jaxpr.replace(), inner.consts)
+  cj.jaxpr.eqns[1] = second.replace(params={**second.params, "jaxpr": copy})
+  m = encoder.encode(cj)
+  assert [c.same_vars for c in m.closed_jaxprs].count(True) == 1
+  assert (m.format_version.major, m.format_version.minor) == (1, 4)
+  loaded = jp.loads(m.SerializeToString())
+  assert str(loaded) == str(cj)
+  a, b = (e.params["jaxpr"].jaxpr for e in loaded.jaxpr.eqns)
+  assert a is not b and a.invars[0] is b.invars[0]
+  assert float(jax.jit(lambda x: jax.core.eval_jaxpr(loaded.jaxpr, loaded.consts, x)[0])(0.5)) == \
+      float(jax.jit(lambda x: jax.core.eval_jaxpr(cj.jaxpr, cj.consts, x)[0])(0.5))
 
 
 def test_vjp_rule_tower_is_cut_and_named():

@@ -81,6 +81,8 @@ class Decoder:
         jaxpr = self.jaxpr(msg.jaxpr, path)
         if msg.own_jaxpr:  # (another entry's jaxpr, as an object of its own)
           jaxpr = compat.copy_jaxpr(jaxpr)
+        elif msg.same_vars:  # (JAX's copy of another entry's jaxpr: its variables and eqns)
+          jaxpr = jaxpr.replace()
         walk.check_consts(self.m, msg, f"{path}.consts" if path else "consts")
         # The file's constvars (JAX >= 0.11 counts constvars only once consts are attached).
         constvars = jaxpr.invars[:len(msg.consts)] if compat.UNIFIED_JAXPR else jaxpr.constvars

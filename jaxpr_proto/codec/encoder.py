@@ -121,10 +121,39 @@ class Encoder:
         msg.CopyFrom(st.module.closed_jaxprs[first])
         msg.own_jaxpr = True
         return i
-    msg.jaxpr = self.jaxpr(cj.jaxpr, path)
+    j = cj.jaxpr
+    first = None if id(j) in st.interned["jaxprs"] else self._copied(j)
+    if first is not None:
+      msg.jaxpr, msg.same_vars = first, True
+    else:
+      new = id(j) not in st.interned["jaxprs"]
+      msg.jaxpr = self.jaxpr(j, path)
+      key = self._copy_key(j)
+      if new and key is not None:  # (kept alive by its entry)
+        st.interned["jaxpr_copies"].setdefault(key, []).append((j, msg.jaxpr))
     for k, c in enumerate(cj.consts):
       msg.consts.append(self.value(c, f"{path}.consts[{k}]"))
     return i
+
+  def _copied(self, j):
+    """The index of the jaxpr written before of which `j`, another object,
+    is JAX's copy (Jaxpr.replace(): the same variables and eqns, which JAX's
+    printer names alike), or None."""
+    key = self._copy_key(j)
+    for other, i in self.state.interned["jaxpr_copies"].get(key, ()):
+      if (other is not j and _same_objects(other.eqns, j.eqns)
+          and _same_objects(other.invars, j.invars)
+          and _same_objects(other.constvars, j.constvars)
+          and _same_objects(other.outvars, j.outvars) and other.effects == j.effects
+          and other.debug_info == j.debug_info
+          and getattr(other, "is_high", False) == getattr(j, "is_high", False)):
+        return i
+    return None
+
+  @staticmethod
+  def _copy_key(j):
+    first = j.eqns[0] if j.eqns else (j.invars[0] if j.invars else None)
+    return None if first is None else _memo.identity(first)
 
   def jaxpr(self, jaxpr, path: str) -> int:
     i, msg = self.state.reserve("jaxprs", id(jaxpr), jaxpr)  # reserved first: params may refer back
@@ -270,6 +299,10 @@ class Encoder:
   # --- values -------------------------------------------------------------
   # The generic value codec, as a method (no extra frame: values nest sub-jaxprs).
   value = values.encode
+
+
+def _same_objects(xs, ys) -> bool:
+  return len(xs) == len(ys) and all(x is y for x, y in zip(xs, ys))
 
 
 def _optional_strings(xs) -> pb.OptionalStrings:

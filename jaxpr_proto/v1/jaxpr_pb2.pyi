@@ -267,14 +267,16 @@ class EqnEffects(_message.Message):
     def __init__(self, eqn: _Optional[int] = ..., effects: _Optional[_Iterable[_Union[Effect, _Mapping]]] = ...) -> None: ...
 
 class ClosedJaxpr(_message.Message):
-    __slots__ = ("jaxpr", "consts", "own_jaxpr")
+    __slots__ = ("jaxpr", "consts", "own_jaxpr", "same_vars")
     JAXPR_FIELD_NUMBER: _ClassVar[int]
     CONSTS_FIELD_NUMBER: _ClassVar[int]
     OWN_JAXPR_FIELD_NUMBER: _ClassVar[int]
+    SAME_VARS_FIELD_NUMBER: _ClassVar[int]
     jaxpr: int
     consts: _containers.RepeatedCompositeFieldContainer[Value]
     own_jaxpr: bool
-    def __init__(self, jaxpr: _Optional[int] = ..., consts: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., own_jaxpr: _Optional[bool] = ...) -> None: ...
+    same_vars: bool
+    def __init__(self, jaxpr: _Optional[int] = ..., consts: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., own_jaxpr: _Optional[bool] = ..., same_vars: _Optional[bool] = ...) -> None: ...
 
 class DebugInfo(_message.Message):
     __slots__ = ("traced_for", "func_src_info", "arg_names", "result_paths")

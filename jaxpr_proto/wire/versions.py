@@ -24,7 +24,7 @@ from __future__ import annotations
 from jaxpr_proto.errors import VersionError
 
 FORMAT_MAJOR = 1
-FORMAT_MINOR = 3
+FORMAT_MINOR = 4
 
 # Optional features this reader understands (Module.required_features), with
 # the format minor that introduced each. A writer lists a feature in
@@ -78,6 +78,8 @@ MINOR_ADDITIONS: list[tuple[int, str, object]] = [
     # Read by a 1.2 reader as one jaxpr object shared by the entries: the
     # program runs the same, and prints the shared jaxpr once.
     (3, "ClosedJaxpr.own_jaxpr", lambda m: any(c.own_jaxpr for c in m.closed_jaxprs)),
+    # Read by a 1.3 reader as one jaxpr object shared by the entries, as above.
+    (4, "ClosedJaxpr.same_vars", lambda m: any(c.same_vars for c in m.closed_jaxprs)),
 ]
 
 
