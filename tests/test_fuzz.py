@@ -155,3 +155,20 @@ def test_a_solve_jax_cannot_differentiate_is_not_a_finding():
   assert fuzz._zero_tangent_solve(e.value, cj)
   assert not fuzz._zero_tangent_solve(TypeError("another"), cj)
   assert not fuzz._zero_tangent_solve(e.value, jax.make_jaxpr(jnp.sin)(1.0))
+
+
+def test_a_chain_past_what_xla_compiles_is_judged_not_compiled(runner):
+  """Loading refuses no chain of dependent eqns, and a few-KB file can
+  describe a long one through shared calls; XLA's CPU compiler crashes on
+  one past check.bounds.XLA_CPU_CHAIN ops (docs/limits.md), on an original
+  program too: the fuzzer judges it `past_compile_limit`, not compiled."""
+  import jax
+  import jax.numpy as jnp
+  import jaxpr_proto as jp
+  from jaxpr_proto.check import bounds
+  f = jnp.sin
+  for _ in range((bounds.XLA_CPU_CHAIN + 1).bit_length()):  # 2**n sins, past the limit
+    f = (lambda g: jax.jit(lambda x: g(g(x))))(f)
+  outcome, _, _ = runner.judge(jp.dumps(jax.make_jaxpr(f)(1.0)), vjp=False)
+  assert outcome == "past_compile_limit"
+  assert outcome in fuzz.GOOD

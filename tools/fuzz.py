@@ -43,7 +43,11 @@ level, and judges it (`judge`):
   0.10-0.12, where even `x + x` fails, is refused on load on CPU and TPU:
   a constant of it aborts the process there); nor a `platform_dependent`
   with no branch for this backend and no default (`other_platform`), which
-  JAX's lowering refuses here as it refuses the original.
+  JAX's lowering refuses here as it refuses the original; nor a program
+  whose lowered chain of dependent ops is past check.bounds.XLA_CPU_CHAIN
+  (`past_compile_limit`: not compiled, since XLA's CPU compiler crashes on
+  such a chain, as on an original one; loading refuses no chain, and a file
+  can describe one through shared calls or an unrolled scan).
 
     .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
@@ -84,6 +88,7 @@ MAX_INPUT_BYTES = 1 << 26
 sys.path.insert(0, str(ROOT))
 
 import jaxpr_proto as jp  # noqa: E402
+from jaxpr_proto.check import bounds  # noqa: E402
 from jaxpr_proto.v1 import jaxpr_pb2 as pb  # noqa: E402
 from google.protobuf import descriptor as _descriptor  # noqa: E402
 
@@ -92,7 +97,7 @@ _FD = _descriptor.FieldDescriptor
 # The outcomes that are not bad.
 GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on", "out_of_memory",
         "host_callback_failed", "check_not_functionalized", "needs_accelerator", "other_platform",
-        "kernel_out_of_bounds", "backend_lacks_dtype")
+        "kernel_out_of_bounds", "backend_lacks_dtype", "past_compile_limit")
 # Saved cases whose seed's program can be pulled back end in this: their
 # replay judges vjp too.
 VJP_SUFFIX = "_vjp"
@@ -466,7 +471,7 @@ def _loops_on(eqn) -> bool:
 
 
 def _run_program(cj, vjp: bool) -> str:
-  """'ran' or 'loaded_not_run'; raises what JAX raised."""
+  """'ran', 'loaded_not_run' or 'past_compile_limit'; raises what JAX raised."""
   import jax
   from jax.extend.core import jaxpr_as_fun
   args = [_example(a) for a in cj.in_avals]
@@ -475,20 +480,26 @@ def _run_program(cj, vjp: bool) -> str:
   f = jaxpr_as_fun(cj)
   loops = _any_eqn(cj.jaxpr, _loops_on)
 
-  def execute(fn):  # compiled first: only the execution may be a loop that runs on
-    compiled = jax.jit(fn).lower(*args).compile()
+  def execute(fn) -> bool:  # compiled first: only the execution may be a loop that runs on
+    lowered = jax.jit(fn).lower(*args)
+    if bounds.compiled_chain(lowered.compiler_ir("stablehlo")) > bounds.XLA_CPU_CHAIN:
+      return False  # XLA's CPU compiler would crash (SIGSEGV) on it
+    compiled = lowered.compile()
     _executing.value = 1 if loops else 2
     jax.block_until_ready(compiled(*args))
     _executing.value = 0
+    return True
 
-  execute(f)
+  if not execute(f):
+    return "past_compile_limit"
   if vjp:  # under jit, as grad is used (JAX's eager impls differ: sharding_constraint's)
     def pulled_back(*args):
       out, pull = jax.vjp(f, *args)
       return pull([np.zeros(o.shape, o.dtype) if o.dtype == jax.dtypes.float0
                    else _in_memory_space(jax.numpy.ones(o.shape, o.dtype), jax.typeof(o))
                    for o in out])
-    execute(pulled_back)
+    if not execute(pulled_back):
+      return "past_compile_limit"
   return "ran"
 
 

@@ -1,29 +1,41 @@
-"""The size of the program XLA would compile, bounded on the message alone.
+"""The size of the program XLA would compile, bounded on the message alone;
+and the longest chain of dependent eqns, which XLA's CPU compiler crashes on.
 
 A file shares sub-jaxprs by reference, so a few kilobytes can describe a
 program of 2**30 eqns (a jit that calls the one below it twice, 30 deep), and
-XLA inlines calls. XLA also recurses along chains of dependent eqns: on the
-CPU a chain of 26k elementwise eqns crashes its fusion pass (SIGSEGV, JAX
-0.10.2, a stack overflow in SortTiledHloInstructionsInPostOrder), and a
-chain of 20k takes minutes to compile. So a file is refused when
-
-* its program, with every use of a sub-jaxpr counted, has more than
-  MAX_INLINED_EQNS eqns; or
-* a jaxpr has a chain of more than MAX_CHAIN dependent eqns, where a call
-  that XLA inlines (`INLINED`) counts as the longest chain of the jaxpr it
-  calls.
-
+XLA inlines calls. So a file is refused when its program, with every use of
+a sub-jaxpr counted, has more than MAX_INLINED_EQNS eqns (`check_bounds`).
 (`check_tokens` refuses the one other program shape seen to abort XLA: a
-token returned twice.) The bounds are far beyond real programs (a 175k-eqn unrolled model has chains of
-a few thousand eqns). The custom rules' jaxprs are not counted: XLA sees them
-only through a transformation, which traces a new program.
+token returned twice.) The bound is far beyond real programs (a 175k-eqn
+unrolled model is 1% of it), and below what XLA compiles in reasonable time
+and memory. The custom rules' jaxprs are not counted: XLA sees them only
+through a transformation, which traces a new program.
+
+A chain of dependent eqns is never refused on load: unrolled models are the
+programs people save, and a file of a 100k-eqn chain loads, prints and
+checks as the original. XLA's CPU compiler, though, recurses along such a
+chain and crashes (SIGSEGV) past XLA_CPU_CHAIN eqns (measured on JAX 0.10.2,
+docs/limits.md): its fusion pass (SortTiledHloInstructionsInPostOrder) runs
+in XLA's compile thread, whose stack XLA fixes at 2 MiB, so neither
+`ulimit -s` nor the calling thread's stack size moves the limit. Where this
+package compiles a program itself (the CLI's `run`), `longest_chain` is
+checked first and a longer chain is refused with a message instead of a
+crash; a user's own `jax.jit` of a loaded program is theirs to compile.
 """
 from __future__ import annotations
 
 from jaxpr_proto.wire import walk
 
 MAX_INLINED_EQNS = 1 << 24
-MAX_CHAIN = 1 << 14
+# The longest chain of dependent eqns (calls that XLA inlines counted as the
+# chains of the jaxprs they call) that XLA's CPU compiler compiles (JAX
+# 0.10.2: a chain of 20,000 sins compiled in 24 s; one of 26,000 crashed).
+XLA_CPU_CHAIN = 20_000
+# No chain is refused on load. (param_rules's scan rule still bounds
+# unroll * the body's chain by it: a chain is never longer than the eqns it
+# takes, so that refuses only an unrolled program of more than
+# MAX_INLINED_EQNS eqns.)
+MAX_CHAIN = MAX_INLINED_EQNS
 
 # Primitives whose sub-jaxprs XLA inlines into the caller's computation. The
 # others' (loop bodies, branches) are computations of their own.
@@ -58,8 +70,8 @@ def check_tokens(st, err) -> None:
 
 def check_bounds(st, err) -> None:
   """Reports, through `err`, the first jaxpr (innermost first) of the
-  Structure `st`'s module that breaks a bound. Call it only on a module whose
-  structure is sound (no cycles, references in range)."""
+  Structure `st`'s module that breaks the size bound. Call it only on a
+  module whose structure is sound (no cycles, references in range)."""
   m = st.m
   subs_of_param: dict[int, list[int]] = {}
 
@@ -76,76 +88,94 @@ def check_bounds(st, err) -> None:
     return out
 
   size: dict[int, int] = {}   # jaxpr -> eqns, each use of a sub-jaxpr counted
-  chain: dict[int, int] = {}  # jaxpr -> its longest chain of dependent eqns
-  prim_names = [p.name for p in m.primitives]
   root = m.closed_jaxprs[m.root].jaxpr
   # Post-order over the jaxprs the root reaches (structure ruled out cycles).
-  subs_of_jaxpr: dict[int, dict[int, list[int]]] = {}  # jaxpr -> {eqn: its sub-jaxprs}
+  subs_of_jaxpr: dict[int, list[int]] = {}  # jaxpr -> the sub-jaxprs of its eqns, each use
   stack = [(root, False)]
   while stack:
     i, ready = stack.pop()
     if i in size:
       continue
-    c = st.columns[i]
-    eqn_subs = subs_of_jaxpr.get(i)
-    if eqn_subs is None:
-      eqn_subs = subs_of_jaxpr[i] = {}
-      with_subs = {q for q in set(c.params) if param_subs(q)}
-      if with_subs:
-        at = 0
-        for k, n in enumerate(c.param_count):
-          qs = c.params[at:at + n]
-          at += n
-          if not with_subs.isdisjoint(qs):
-            eqn_subs[k] = [s for q in qs for s in param_subs(q)]
+    subs = subs_of_jaxpr.get(i)
+    if subs is None:
+      subs = subs_of_jaxpr[i] = [s for q in st.columns[i].params for s in param_subs(q)]
     if not ready:
       stack.append((i, True))
-      stack.extend((s, False) for subs in eqn_subs.values() for s in subs if s not in size)
+      stack.extend((s, False) for s in subs if s not in size)
       continue
-    # (the hot loop of this stage: plain loops; variables by id + 1, as in the
-    # columns, their depths in a list where the ids are dense enough)
-    ops, results = c.operands, c.results
-    top = max(max(ops, default=0), max(results, default=0))
-    depth = [0] * (top + 1) if top <= 4 * (len(ops) + len(results)) + 64 else _Depths()
-    total, longest, o, r = c.n, 0, 0, 0
-    for k, (n_ops, n_res, p) in enumerate(zip(c.operand_count, c.result_count, c.primitive)):
-      if n_ops == 1:
-        d = depth[ops[o]]
-      else:
-        d = max([depth[x] for x in ops[o:o + n_ops]], default=0)
-      o += n_ops
-      subs = eqn_subs.get(k) if eqn_subs else None
-      if subs:
-        total += sum(size[s] for s in subs)
-        d += max(chain[s] for s in subs) if prim_names[p] in INLINED else 1
-      else:
-        d += 1
-      if n_res == 1:
-        x = results[r]
-        if x:
-          depth[x] = d
-      else:
-        for x in results[r:r + n_res]:
-          if x:
-            depth[x] = d
-      r += n_res
-      if d > longest:
-        longest = d
-    size[i] = min(total, MAX_INLINED_EQNS + 1)  # no big ints from 2**100
-    chain[i] = min(longest, MAX_CHAIN + 1)
-    where = st.path_of(("j", i))
-    if chain[i] > MAX_CHAIN:
-      err(where, f"a chain of more than {MAX_CHAIN} dependent eqns (calls counted as "
-                 "the chains of the jaxprs they call), more than XLA compiles safely")
-      return
+    size[i] = min(st.columns[i].n + sum(size[s] for s in subs),
+                  MAX_INLINED_EQNS + 1)  # no big ints from 2**100
     if size[i] > MAX_INLINED_EQNS:
-      err(where, f"more than {MAX_INLINED_EQNS} eqns once each use of a sub-jaxpr is "
-                 "counted (sub-jaxprs shared and nested)")
+      err(st.path_of(("j", i)), f"more than {MAX_INLINED_EQNS} eqns once each use of a "
+                                "sub-jaxpr is counted (sub-jaxprs shared and nested)")
       return
 
 
-class _Depths(dict):
-  """The depths of sparse variable ids: 0 for an id not seen."""
+def compiled_chain(module) -> int:
+  """The longest chain of dependent ops that XLA compiles in one
+  computation of the StableHLO `module` (`jax.jit(f).lower(...)
+  .compiler_ir("stablehlo")`): a func.call counts as the longest chain of
+  the function it calls (XLA inlines calls), another op as 1, and the
+  regions of the others (loop bodies, branches, reducers) are computations
+  of their own. Each function is walked once, without recursion.
 
-  def __missing__(self, key):
-    return 0
+  This is what XLA_CPU_CHAIN bounds: an eqn lowers to one op or several (a
+  logistic to four), and XLA's CPU compiler crashes by ops."""
+  from jax._src.lib.mlir import ir
+  funcs = {}
+  for op in module.body.operations:
+    op = op.operation
+    if op.name == "func.func":
+      funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op
+
+  def nested(op):
+    return [b for r in op.regions for b in r.blocks]
+
+  def callee(op) -> str:
+    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+
+  calls: dict[str, set[str]] = {}  # function -> the functions it calls, anywhere in it
+  for name, f in funcs.items():
+    out, blocks = set(), nested(f)
+    while blocks:
+      for op in blocks.pop().operations:
+        op = op.operation
+        if op.name == "func.call":
+          out.add(callee(op))
+        blocks.extend(nested(op))
+    calls[name] = out & funcs.keys()
+
+  chain: dict[str, int] = {}  # function -> the longest chain of its body, calls inlined
+  deepest = 0
+  stack = [(name, False) for name in funcs]
+  while stack:
+    name, ready = stack.pop()
+    if name in chain:
+      continue
+    if not ready:
+      stack.append((name, True))
+      stack.extend((c, False) for c in calls[name] if c not in chain and c != name)
+      continue
+    chain[name] = 0  # (a cycle, which JAX never lowers, counts as no chain)
+    blocks, first = nested(funcs[name]), True
+    while blocks:
+      depth: dict = {}
+      longest = 0
+      for op in blocks.pop().operations:
+        op = op.operation
+        d = max([depth.get(v, 0) for v in op.operands], default=0)
+        if op.name == "func.call":
+          d += chain.get(callee(op), 1)
+        elif op.name in ("func.return", "stablehlo.return"):
+          pass
+        else:
+          d += 1
+          blocks.extend(nested(op))
+        for r in op.results:
+          depth[r] = d
+        if d > longest:
+          longest = d
+      if first:
+        chain[name], first = longest, False
+      deepest = max(deepest, longest)
+  return deepest

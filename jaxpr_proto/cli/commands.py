@@ -19,7 +19,7 @@ from io import BytesIO
 import numpy as np
 
 import jaxpr_proto
-from jaxpr_proto.check import checker
+from jaxpr_proto.check import bounds, checker
 from jaxpr_proto.cli import jaxpr_diff, view
 from jaxpr_proto.cli.argspec import parse_arg_specs
 from jaxpr_proto.cli.eqn_counts import eqn_counts
@@ -219,7 +219,15 @@ def cmd_run(args) -> int:
     device = jax.devices()[0]
     f = jax.jit(jex_core.jaxpr_as_fun(cj))
     t0 = time.perf_counter()
-    compiled = f.lower(*inputs).compile()
+    lowered = f.lower(*inputs)
+    if device.platform == "cpu":  # (measured there: docs/limits.md)
+      chain = bounds.compiled_chain(lowered.compiler_ir("stablehlo"))
+      if chain > bounds.XLA_CPU_CHAIN:
+        raise CheckFailed(
+            f"{args.file}: not compiled: the program has a chain of {chain:,} dependent "
+            f"ops, and XLA's CPU compiler crashes (a stack overflow) on chains much longer "
+            f"than {bounds.XLA_CPU_CHAIN:,}; the file itself is sound (see docs/limits.md)")
+    compiled = lowered.compile()
     t_compile = time.perf_counter() - t0
     progress.stage("running")
     times = []
