@@ -38,12 +38,14 @@ def read_module(path, progress: Progress | None = None):
 
 
 def decode(m, path, progress: Progress | None = None, unresolved: str = "error"):
-  """Module (read from `path`) -> ClosedJaxpr; `unresolved` as for jp.decode
-  (the commands that only show a program take placeholders)."""
+  """Module (read from `path`) -> ClosedJaxpr (a jp.Function's, for a file
+  that holds one); `unresolved` as for jp.decode (the commands that only
+  show a program take placeholders)."""
   with _naming_file(path):
     if progress is not None:
       progress.stage(f"decoding {os.path.basename(path)}")
-    return jaxpr_proto.decode(m, external=external.Folder.beside(path), unresolved=unresolved)
+    out = jaxpr_proto.decode(m, external=external.Folder.beside(path), unresolved=unresolved)
+  return out.closed_jaxpr if isinstance(out, jaxpr_proto.Function) else out
 
 
 def read_program(path, progress: Progress | None = None, unresolved: str = "error"):
