@@ -464,8 +464,8 @@ FRESH_CORPUS = textwrap.dedent("""
     import json, pathlib, sys
     import jax
     import jaxpr_proto as jp
-    # A process that reads Pallas kernels imports Pallas (decoding never imports).
-    import jax.experimental.pallas, jax.experimental.pallas.tpu, jax.experimental.pallas.triton
+    # (Pallas kernels: loading imports Pallas and its backends, from the fixed
+    # table of JAX's optional modules.)
     res = {}
     # The corpus's host callbacks, by name: types are all this process asks of them.
     bound = {n: print for n in ("corpus.record", "corpus.host_sin", "corpus.host_affine")}

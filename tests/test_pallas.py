@@ -9,6 +9,10 @@ whose rules are Pallas kernels). Kernels traced for a TPU (Mosaic) or a GPU
 together is refused with a path."""
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
+import sys
 import textwrap
 
 import jax
@@ -23,7 +27,9 @@ from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 import jaxpr_proto as jp  # noqa: E402
 from jaxpr_proto.v1 import jaxpr_pb2 as pb  # noqa: E402
 from tests import corpus  # noqa: E402
-from tests.helpers import run_json  # noqa: E402
+from tests.helpers import run_json, run_script  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 PROGRAMS = [p for p in corpus.PROGRAMS if p.name.startswith("pallas_")]
 
@@ -445,29 +451,45 @@ WRITER = textwrap.dedent("""
                       "text": str(jax.make_jaxpr(program)(x, y))}))
 """)
 
-# The reader: Pallas itself, never the writer's kernels.
+# The reader: never the writer's kernels. With "with_pallas" it imports
+# Pallas itself; without, loading imports JAX's modules that the file needs.
 READER = textwrap.dedent("""
     import sys, json
     import numpy as np, jax
     import jaxpr_proto as jp
-    if sys.argv[2] == "without_pallas":
-      before = sorted(m for m in sys.modules if "pallas" in m)
-      try:
-        jp.load(sys.argv[1])
-      except jp.UnknownPrimitiveError as e:
-        print(json.dumps({"error": str(e), "before": before,
-                          "after": sorted(m for m in sys.modules if "pallas" in m)}))
-      sys.exit(0)
-    import jax.experimental.pallas  # noqa: F401  (the pallas_call primitive, not the kernels)
+    from jaxpr_proto.codec import names
+    if sys.argv[2] == "with_pallas":
+      import jax.experimental.pallas  # noqa: F401  (the pallas_call primitive, not the kernels)
+    before = set(sys.modules)
     f = jp.load(sys.argv[1])
+    loaded = sorted(set(sys.modules) - before)
     x = np.linspace(-1, 1, 16 * 24, dtype=np.float32).reshape(16, 24)
     y = np.linspace(1, -1, 24 * 16, dtype=np.float32).reshape(24, 16)
     out = jax.jit(f)(x, y)
     g = jax.jit(jax.grad(f, argnums=(0, 1)))(x, y)
     print(json.dumps({"out": np.asarray(out).tolist(),
                       "grad": [np.asarray(a).tolist() for a in g],
-                      "text": str(f.closed_jaxpr)}))
+                      "text": str(f.closed_jaxpr), "loaded": loaded,
+                      "imported": names._optional_tried}))
 """)
+
+# What importing JAX's modules sys.argv[1:] imports, in a fresh process.
+IMPORTER = textwrap.dedent("""
+    import importlib, json, sys
+    import jax
+    import jaxpr_proto  # noqa: F401
+    before = set(sys.modules)
+    for m in sys.argv[1:]:
+      importlib.import_module(m)
+    print(json.dumps(sorted(set(sys.modules) - before)))
+""")
+
+
+def _imports_only(loaded, modules):
+  """`loaded` (the modules a load imported) holds only what importing
+  `modules`, JAX's optional modules, imports (and jaxpr_proto's own)."""
+  extra = set(loaded) - set(run_json(IMPORTER, *modules))
+  assert not {m for m in extra if not m.startswith("jaxpr_proto.")}, sorted(extra)
 
 
 @pytest.fixture(scope="module")
@@ -484,9 +506,132 @@ def test_kernels_load_and_run_in_a_fresh_process(saved):
   assert got["text"] == want["text"] and got["text"].count("pallas_call") == 2
 
 
-def test_a_process_without_pallas_is_refused_by_name(saved):
-  path, _ = saved
+def test_a_process_that_never_imported_pallas_loads_and_runs(saved):
+  path, want = saved
   got = run_json(READER, path, "without_pallas")
-  # Loading imported nothing (jax.extend loads Pallas's core, never its pallas_call).
-  assert got["after"] == got["before"] and "jax._src.pallas.pallas_call" not in got["after"]
-  assert "pallas_call" in got["error"] and "import the JAX module" in got["error"]
+  assert got["out"] == want["out"] and got["grad"] == want["grad"]
+  assert got["text"] == want["text"]
+  # Loading imported Pallas (from the fixed table of JAX's modules), and
+  # nothing that importing Pallas does not import.
+  assert got["imported"] == {"jax.experimental.pallas": None}
+  assert "jax.experimental.pallas" in got["loaded"]
+  _imports_only(got["loaded"], got["imported"])
+
+
+# A kernel of the TPU backend's memory spaces, interpreted, and the CLI on it.
+TPU_WRITER = textwrap.dedent("""
+    import sys
+    import numpy as np, jax, jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+    import jaxpr_proto as jp
+
+    def scale(s, x):
+      def kernel(s_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...] * s_ref[0] + s_ref[1]
+      return pl.pallas_call(
+          kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+          in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM), pl.BlockSpec(memory_space=pltpu.VMEM)],
+          out_specs=pl.BlockSpec(memory_space=pltpu.VMEM), interpret=True)(s, x)
+
+    s = np.array([2.5, -1.0], np.float32)
+    x = np.linspace(-3, 3, 16 * 128, dtype=np.float32).reshape(16, 128)
+    folder = sys.argv[1]
+    jp.save(jp.trace(scale)(s, x), f"{folder}/scale.jaxpb")
+    np.savez(f"{folder}/inputs.npz", s, x)
+    np.save(f"{folder}/want.npy", np.asarray(jax.jit(scale)(s, x)))
+""")
+
+TPU_READER = textwrap.dedent("""
+    import json, sys
+    import numpy as np, jax
+    import jaxpr_proto as jp
+    from jaxpr_proto.codec import names
+    before = set(sys.modules)
+    f = jp.loads(open(sys.argv[1] + "/scale.jaxpb", "rb").read())
+    loaded = sorted(set(sys.modules) - before)
+    with np.load(sys.argv[1] + "/inputs.npz") as z:
+      out = jax.jit(f)(z["arr_0"], z["arr_1"])
+    same = np.asarray(out).tobytes() == np.load(sys.argv[1] + "/want.npy").tobytes()
+    print(json.dumps({"same": same, "loaded": loaded, "imported": names._optional_tried,
+                      "text": str(f.closed_jaxpr)}))
+""")
+
+
+@pytest.fixture(scope="module")
+def tpu_saved(tmp_path_factory):
+  folder = tmp_path_factory.mktemp("pallas_tpu")
+  run_script(TPU_WRITER, folder)
+  return folder
+
+
+def test_tpu_memory_spaces_load_and_run_in_a_fresh_process(tpu_saved):
+  got = run_json(TPU_READER, tpu_saved)
+  assert got["same"] and "Ref<smem>" in got["text"]
+  assert got["imported"] == {"jax.experimental.pallas": None, "jax.experimental.pallas.tpu": None}
+  _imports_only(got["loaded"], got["imported"])
+
+
+def _cli(*argv):
+  """`python -m jaxpr_proto ARGV` in a fresh process: (exit status, stdout, stderr)."""
+  env = {**os.environ, "PYTHONPATH": str(ROOT)}
+  r = subprocess.run([sys.executable, "-m", "jaxpr_proto", *map(str, argv)], capture_output=True,
+                     text=True, timeout=300, cwd=ROOT, env=env)
+  return r.returncode, r.stdout, r.stderr
+
+
+def test_the_cli_reads_pallas_files(tpu_saved):
+  f = tpu_saved / "scale.jaxpb"
+  code, out, err = _cli("dump", f)
+  assert code == 0 and "pallas_call[" in out and "Ref<smem>" in out, err
+  code, out, err = _cli("check", f)
+  assert code == 0 and f"{f}: ok" in out, (out, err)
+  code, out, err = _cli("load", f)
+  assert code == 0 and "pallas_call" in out and "check_jaxpr   ok" in out, (out, err)
+  code, out, err = _cli("run", f, "--inputs", tpu_saved / "inputs.npz",
+                        "--outputs", tpu_saved / "out.npz")
+  assert code == 0, (out, err)
+  with np.load(tpu_saved / "out.npz") as z:
+    assert z["out_0"].tobytes() == np.load(tpu_saved / "want.npy").tobytes()
+  code, out, err = _cli("diff", f, f)
+  assert code == 0 and "no differences" in out, (out, err)
+  code, out, err = _cli("convert", f, tpu_saved / "scale.mlir")
+  assert code == 0 and "tpu_custom_call" not in (tpu_saved / "scale.mlir").read_text(), err
+
+
+# A backend whose module fails to import here (as Mosaic GPU does on builds
+# without it) is named, with the path of what needed it.
+FAILING_IMPORT_READER = textwrap.dedent("""
+    import json, sys
+    sys.modules["jax.experimental.pallas.mosaic_gpu"] = None  # its import fails
+    import jaxpr_proto as jp
+    out = {}
+    for key in ("kernel", "primitive"):
+      try:
+        jp.loads(open(f"{sys.argv[1]}/{key}.jaxpb", "rb").read())
+        out[key] = None
+      except jp.DecodeError as e:
+        out[key] = [type(e).__name__, e.path, e.message]
+    r = jp.check(open(f"{sys.argv[1]}/kernel.jaxpb", "rb").read())
+    out["check"] = [r.ok, r.errors]
+    print(json.dumps(out))
+""")
+
+
+def test_a_jax_module_that_fails_to_import_is_a_decode_error_with_a_path(tmp_path):
+  fn, args, _ = ACCELERATOR_KERNELS["mosaic_gpu_add"]
+  (tmp_path / "kernel.jaxpb").write_bytes(jp.dumps(jax.make_jaxpr(fn)(*args)))
+  m = jp.encode(jax.make_jaxpr(jnp.sin)(1.0))
+  m.primitives[0].namespace, m.primitives[0].name = "jax.pallas.mosaic_gpu.primitives", "barrier_arrive"
+  (tmp_path / "primitive.jaxpb").write_bytes(m.SerializeToString())
+  got = run_json(FAILING_IMPORT_READER, tmp_path)
+  why = "(JAX's module jax.experimental.pallas.mosaic_gpu, which defines it, failed to import: "
+  kind, path, message = got["kernel"]
+  assert kind == "DecodeError" and path.startswith("eqn[0].params."), got
+  assert "jax::pallas.mosaic_gpu.core." in message and why in message, message
+  kind, path, message = got["primitive"]
+  assert kind == "UnknownPrimitiveError" and path == "eqn[0]", got
+  assert "jax.pallas.mosaic_gpu.primitives::barrier_arrive" in message and why in message
+  ok, errors = got["check"]
+  assert not ok and errors and all(p.startswith("eqn[0].params.") and why in msg
+                                   for p, msg in errors), errors

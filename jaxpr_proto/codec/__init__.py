@@ -13,6 +13,8 @@ directions), `custom_rules` (custom_jvp/vjp/lin rules as jaxprs) and
 encoding or decoding keeps (interned tables, path, depth); `encoder` and
 `decoder` are the walks over a jaxpr and over a Module.
 
-Decoding never imports a module and never looks up or calls a name taken
-from the file: every name is looked up in `names`.
+Decoding never looks up or calls a name taken from the file: every name is
+looked up in `names`. It imports no module named in the file: only, where a
+file names a primitive or type of JAX's optional modules (Pallas, sparse,
+...), the module that `compat/optional.py`'s fixed table gives for it.
 """

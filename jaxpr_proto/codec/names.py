@@ -8,9 +8,13 @@ stands for in this process.
 
 All are filled the same way: from the modules that are already imported —
 JAX's own, and of the known libraries (flax, equinox, optax, numpyro) once
-the user imports them — and by the `register_*` functions. Nothing is ever
-imported here: when a lookup misses, the modules imported since the last
-look are scanned (`refresh`), and the lookup is tried again.
+the user imports them — and by the `register_*` functions. When a lookup
+misses, the modules imported since the last look are scanned (`refresh`),
+and the lookup is tried again. A primitive or param type of one of JAX's
+optional modules (Pallas and its backends, Mosaic, sparse, ...) that is still
+missing then imports that module, as the fixed table `compat.optional` names
+it (`load_optional`), and is looked up once more; nothing else is ever
+imported here, and never by a name read from a file.
 
 Primitive name collisions are resolved deterministically: primitives of core
 JAX take namespace "jax"; primitives defined in Pallas modules (whose
@@ -27,6 +31,8 @@ import sys
 import threading
 
 from jaxpr_proto import compat
+from jaxpr_proto.compat import optional
+from jaxpr_proto.compat import pallas as compat_pallas
 from jaxpr_proto.compat.memo import identity
 from jaxpr_proto.errors import EncodeError, Error, UnknownPrimitiveError
 
@@ -52,10 +58,14 @@ def note_change() -> None:
 
 class NameTable:
   """name <-> object, for one kind of thing a file names. Objects are keyed
-  by identity where `by_id` (primitives, singletons), else by equality."""
+  by identity where `by_id` (primitives, singletons), else by equality.
+  Where `optional`, a name still missing after the scan loads the JAX module
+  that defines it, if `compat.optional` names one (`load_optional`)."""
 
-  def __init__(self, what: str, *, by_id: bool = False, scan_on_miss: bool = True):
+  def __init__(self, what: str, *, by_id: bool = False, scan_on_miss: bool = True,
+               optional: bool = False):
     self.what, self._by_id, self._scan_on_miss = what, by_id, scan_on_miss
+    self._optional = optional
     self._objects: dict = {}
     self._names: dict = {}
     self._keep: list = []  # keeps objects alive, so that their ids stay valid
@@ -90,6 +100,8 @@ class NameTable:
     obj = self._objects.get(name)
     if obj is None and self._scan_on_miss and refresh():
       obj = self._objects.get(name)
+    if obj is None and self._optional and load_optional(_show(name, quote=False)):
+      obj = self._objects.get(name)
     return obj
 
   def names(self) -> dict:
@@ -110,13 +122,15 @@ class NameTable:
     return name in self._objects
 
 
-def _show(name) -> str:
-  return "::".join(name) if isinstance(name, tuple) else repr(name)
+def _show(name, quote: bool = True) -> str:
+  if isinstance(name, tuple):
+    return "::".join(name)
+  return repr(name) if quote else str(name)
 
 
-PRIMITIVES = NameTable("primitive", by_id=True)
-ENUMS = NameTable("enum type", scan_on_miss=False)
-RECORDS = NameTable("record type", scan_on_miss=False)
+PRIMITIVES = NameTable("primitive", by_id=True, optional=True)
+ENUMS = NameTable("enum type", optional=True)
+RECORDS = NameTable("record type", optional=True)
 PYTREE_NODES = NameTable("pytree name")
 SINGLETONS = NameTable("singleton", by_id=True, scan_on_miss=False)
 
@@ -145,10 +159,48 @@ def refresh() -> bool:
     try:
       _seen.update(new)
       _scan_primitives(new)
+      _scan_param_types(set(new))
       _scan_library_nodes(set(new))
     finally:
       _scanning = False
     return True
+
+
+# --- JAX's optional modules, imported where a file needs them ---------------------
+
+_optional_tried: dict[str, str | None] = {}  # module -> None (imported) or why not
+
+
+def load_optional(name: str) -> bool:
+  """Imports the JAX module that defines `name` (`namespace::name`, a
+  primitive or a param type), where `compat.optional`'s fixed table names
+  one, once per process; its primitives and param types are registered as
+  it is imported. True if that module is loaded (now or before). The module
+  imported is always the table's, never a name read from a file."""
+  module = optional.module_for(name)
+  if module is None:
+    return False
+  if module not in _optional_tried:
+    try:
+      optional.import_optional(module)
+      why = None
+    except Exception as e:  # (a backend this build or machine lacks)
+      why = f"{type(e).__name__}: {e}"
+    with _lock:
+      _optional_tried.setdefault(module, why)
+      refresh()
+  else:
+    with _lock:  # (waits while another thread registers what it imported)
+      pass
+  return _optional_tried[module] is None
+
+
+def optional_failure(name: str) -> str:
+  """Why the JAX module that defines `name` is not loaded here, where it
+  failed to import (to append to the error of a name not found), or ''."""
+  module = optional.module_for(name)
+  why = _optional_tried.get(module) if module is not None else None
+  return f" (JAX's module {module}, which defines it, failed to import: {why})" if why else ""
 
 
 # Top-level packages whose primitives are registered automatically, and their
@@ -215,10 +267,14 @@ class Registry:
   def lookup(self, namespace: str, name: str, path: str = ""):
     prim = PRIMITIVES.get((namespace, name))
     if prim is None:
-      hint = ("import the JAX module that defines it (this JAX may be too old)"
-              if namespace.startswith("jax") else
-              f"import the library that defines it and call "
-              f"jaxpr_proto.register_primitive(prim, namespace={namespace!r})")
+      failure = optional_failure(f"{namespace}::{name}")
+      if not namespace.startswith("jax"):
+        hint = (f"import the library that defines it and call "
+                f"jaxpr_proto.register_primitive(prim, namespace={namespace!r})")
+      elif failure:
+        hint = f"its JAX module is not loaded{failure}"
+      else:
+        hint = "this JAX may be too old, or the JAX module that defines it is not imported"
       raise UnknownPrimitiveError(
           f"unknown primitive {namespace}::{name}; {hint}", path)
     return prim
@@ -249,9 +305,11 @@ def is_record_type(cls) -> bool:
   return dataclasses.is_dataclass(cls) and isinstance(cls, type)
 
 
-def _scan_param_types() -> None:
+def _scan_param_types(new: set[str]) -> None:
+  """Registers the param types of the modules `new` (just imported): all
+  enums and records of JAX's PARAM_TYPE_MODULES, and Pallas's listed ones."""
   for mname in compat.PARAM_TYPE_MODULES:
-    mod = sys.modules.get(mname)
+    mod = sys.modules.get(mname) if mname in new else None
     if mod is None:
       continue
     short = mname.removeprefix(compat.PARAM_TYPE_PREFIX)
@@ -260,11 +318,16 @@ def _scan_param_types() -> None:
         continue
       name = f"jax::{short}.{cls.__qualname__}"
       if issubclass(cls, enum.Enum):
-        ENUMS.add(name, cls, replace=True)
+        _add_param_type(ENUMS, name, cls)
       elif is_record_type(cls):
-        RECORDS.add(name, cls, replace=True)
-  for name, cls in compat.extra_enum_types().items():
-    ENUMS.add(name, cls, replace=True)
+        _add_param_type(RECORDS, name, cls)
+  for name, cls in compat_pallas.param_types(new).items():
+    _add_param_type(ENUMS if issubclass(cls, enum.Enum) else RECORDS, name, cls)
+
+
+def _add_param_type(table, name, cls) -> None:
+  if table._objects.get(name) is not cls:
+    table.add(name, cls, replace=True)
 
 
 def register_param_type(cls, name: str) -> None:
@@ -440,7 +503,8 @@ def _scan_library_nodes(new: set[str]) -> None:
         register_pytree_node(obj, f"{prefix}{attr}")
 
 
-_scan_param_types()
+for _name, _cls in compat.extra_enum_types().items():
+  ENUMS.add(_name, _cls, replace=True)
 for _name, _cls in compat.internal_pytree_types().items():
   register_pytree_node(_cls, _name)
 refresh()

@@ -15,15 +15,15 @@ type. How the fields fit together (the kernel's signature against the
 blocks, the index maps' against the grid) is checked by the param rule of
 pallas_call (`check/param_rules.py`).
 
-Pallas is never imported here: its types are registered with `names` when a
-pallas_call param is encoded or decoded, which needs the pallas_call
-primitive, so Pallas, already imported by the process.
+Pallas is never imported here: its types are registered with `names` as
+its modules are imported, by the user or, where a file names Pallas's
+primitives or types, by `names` itself (from `compat.optional`'s fixed
+table of JAX's modules).
 """
 from __future__ import annotations
 
 import dataclasses
 import enum
-import sys
 import types
 import typing
 
@@ -42,21 +42,6 @@ _REF = "jax::pallas.Ref"
 # A grid of more steps than this, or a block dim beyond it, is refused (an
 # int32 loop counter runs the grid, and block sizes are array dims).
 MAX_GRID = (1 << 31) - 1
-
-_registered_at = -1  # len(sys.modules) when the types were last registered
-
-
-def ensure_types() -> None:
-  """Registers the Pallas param types of the modules this process imported."""
-  global _registered_at
-  if _registered_at == len(sys.modules) or not cp.loaded():
-    return
-  _registered_at = len(sys.modules)
-  for name, cls in cp.param_types().items():
-    table = names.ENUMS if issubclass(cls, enum.Enum) else names.RECORDS
-    if table._objects.get(name) is not cls:
-      names.register_param_type(cls, name)
-
 
 # --- refs among a GridMapping's avals ------------------------------------------------
 
@@ -246,25 +231,6 @@ extensions.register(_grid_mapping_fields, lambda name: name == _GRID_MAPPING,
 
 # --- pallas_call's params ------------------------------------------------------------------
 
-# Where each Pallas backend's types are defined, and the public module that loads them.
-_BACKEND_MODULES = (("jax::pallas.mosaic_gpu.", "jax.experimental.pallas.mosaic_gpu"),
-                    ("jax::experimental.mosaic.gpu.", "jax.experimental.pallas.mosaic_gpu"),
-                    ("jax::pallas.mosaic.", "jax.experimental.pallas.tpu"),
-                    ("jax::pallas.triton.", "jax.experimental.pallas.triton"))
-
-
-def _with_hint(e: DecodeError) -> DecodeError:
-  """`e`, saying which module to import where it names a Pallas backend's type
-  that this process has not loaded (decoding never imports)."""
-  if "is not allow-listed" not in e.message:
-    return e
-  for prefix, module in _BACKEND_MODULES:
-    if f"'{prefix}" in e.message:
-      return DecodeError(f"{e.message}: it is a type of a Pallas backend this process has not "
-                         f"loaded; import {module} before loading", e.path)
-  return e
-
-
 def _newer_fields(dec, msg, path) -> None:
   """A record of a Pallas type written by another JAX with fields this JAX's
   class lacks (compiler params gain fields from one minor to the next) is a
@@ -283,21 +249,14 @@ def _newer_fields(dec, msg, path) -> None:
 
 
 def _typed(param, ok, what):
-  """A param codec: the generic value codec with Pallas's types registered
-  first, and a decoded value of the type `ok` admits."""
+  """A param codec: the generic value codec, and a decoded value of the type
+  `ok` admits."""
   def encode(enc, value, eqn, path):
-    ensure_types()
     return enc.value(value, path)
 
   def decode(dec, msg, path):
-    ensure_types()
     _newer_fields(dec, msg, path)
-    try:
-      v = dec.value(msg, path)
-    except DecodeError as e:
-      if type(e) is DecodeError:
-        raise _with_hint(e) from None
-      raise
+    v = dec.value(msg, path)
     if not ok(v):
       raise DecodeError(f"pallas_call's {param} must be {what}", path)
     return v
@@ -382,5 +341,3 @@ PARAM_CODECS = {
         "a bool or InterpretParams (without a grid_point_recorder)"),
     ("pallas_call", "metadata"): _metadata(),
 }
-
-ensure_types()

@@ -208,7 +208,8 @@ def _decode_enum(dec, msg: pb.EnumValue, path):
   if cls is None and msg.type in upgrade.FOREIGN_ENUMS:  # a newer JAX's: for the upgraders
     return standins.EnumStandIn(msg.type, msg.member)
   if cls is None:
-    raise DecodeError(f"enum type {msg.type!r} is not allow-listed", path)
+    raise DecodeError(f"enum type {msg.type!r} is not allow-listed"
+                      f"{names.optional_failure(msg.type)}", path)
   try:
     return cls[msg.member]
   except KeyError:
@@ -235,7 +236,8 @@ def _decode_record(dec, msg: pb.Record, path):
     cls = names.RECORDS.get(upgrade.type_alias(msg.type))
   build = None if cls is not None else upgrade.foreign_record(msg.type)
   if cls is None and build is None:
-    raise DecodeError(f"record type {msg.type!r} is not allow-listed", path)
+    raise DecodeError(f"record type {msg.type!r} is not allow-listed"
+                      f"{names.optional_failure(msg.type)}", path)
   fields = {}
   for f in msg.fields:
     if f.name in fields:

@@ -1,9 +1,9 @@
 """Pallas (`jax._src.pallas`) for the codec, lazily: nothing here imports
-Pallas. A process that has not imported it has no `pallas_call` primitive
-(the names registry finds primitives in imported modules only), so a file
-that holds one is refused there by name; in a process that has, these
-functions give the codec Pallas's classes and enums, looked up in
-`sys.modules` only.
+Pallas. The names registry imports it (from `compat.optional`'s table) where
+a file names its `pallas_call` primitive or one of its param types and the
+process has not imported it yet; then, and in a process that imported it
+itself, these functions give the codec Pallas's classes and enums, looked
+up in `sys.modules` only.
 
 Pallas's own classes are the same in JAX 0.10, 0.11 and 0.12 where the codec
 uses them (GridMapping, BlockMapping, the block dims); the compiler params
@@ -51,11 +51,12 @@ def _core():
   return sys.modules.get(CORE)
 
 
-def param_types() -> dict[str, type]:
-  """{registered name: class} of the PARAM_TYPES this process has imported."""
+def param_types(modules=None) -> dict[str, type]:
+  """{registered name: class} of the PARAM_TYPES this process has imported
+  (of the modules `modules` only, where given)."""
   out = {}
   for mod_name, classes in PARAM_TYPES.items():
-    mod = sys.modules.get(mod_name)
+    mod = sys.modules.get(mod_name) if modules is None or mod_name in modules else None
     if mod is None:
       continue
     short = mod_name.removeprefix(PARAM_TYPE_PREFIX).removeprefix("jax.")
