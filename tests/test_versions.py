@@ -273,11 +273,16 @@ def test_every_change_is_sound(old_minor, new_minor):
       assert c.param in old.get(c.primitive, [c.param]) and c.new in new.get(c.primitive, [c.new]), c
   covered = {(c.primitive, c.param) for c in changes} | {(c.primitive, c.new) for c in changes}
   rewritten = {c.primitive for c in changes if c.kind == "rewrite"}
+  # A param that a table records as optional (some eqns of JAX's own
+  # harnesses leave it out) is no change when the other table never saw it.
+  optional = {(prim, p) for schemas in (param_tables.param_schemas(old_minor),
+                                        param_tables.param_schemas(new_minor))
+              for prim, s in schemas.items() for p, tree in s.items() if "absent" in tree}
   for prim in set(old) & set(new):
     if prim in rewritten:
       continue
     for p in set(old[prim]) ^ set(new[prim]):
-      assert (prim, p) in covered, (prim, p)
+      assert (prim, p) in covered or (prim, p) in optional, (prim, p)
 
 
 def test_renamed_types_are_aliased():

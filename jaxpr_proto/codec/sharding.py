@@ -1,6 +1,10 @@
 """Meshes, partition specs and named shardings (in avals, params and eqn
-contexts). A concrete mesh is bound, on load, to this process's local devices."""
+contexts). A mesh is bound, on load, to this process's devices: a concrete
+mesh to its local devices, an abstract mesh to their kind, so that a file
+written on one backend opens on another (a CPU's shard_map on a TPU)."""
 from __future__ import annotations
+
+import functools
 
 import jax
 import numpy as np
@@ -46,11 +50,11 @@ def decode_mesh(msg: pb.Mesh, path: str):
   if any(n < 1 for n in sizes):  # a mesh of no devices aborts XLA (py_device_list.cc)
     raise DecodeError(f"mesh axis sizes must be positive, got {dict(zip(names, sizes))}", path)
   if not msg.concrete:
-    ad = None
-    if msg.HasField("abstract_device"):
-      a = msg.abstract_device
-      ad = compat.abstract_device(a.device_kind, a.num_cores if a.HasField("num_cores") else None,
-                               a.platform)
+    # The writer's device kind is not ours: the abstract mesh describes this
+    # process's devices, as the concrete meshes bound to them do (a kind of
+    # another backend made the avals of a shard_map's body differ from its
+    # operands' on a TPU).
+    ad = _local_abstract_device() if msg.HasField("abstract_device") else None
     return compat.AbstractMesh(sizes, names, types, abstract_device=ad)
   if not names:
     return compat.mesh_lib.empty_concrete_mesh
@@ -62,6 +66,13 @@ def decode_mesh(msg: pb.Mesh, path: str):
         f"the program needs a mesh of {n} devices {dict(zip(names, sizes))}, "
         f"but only {len(devices)} local devices are available", path)
   return compat.Mesh(np.array(devices[:n]).reshape(sizes), names, types)
+
+
+@functools.cache
+def _local_abstract_device():
+  """The abstract device of a mesh of this process's local devices, as JAX
+  derives it (`Mesh.abstract_mesh`)."""
+  return compat.Mesh(np.array(jax.local_devices()[:1]), ("_",)).abstract_mesh.abstract_device
 
 
 def encode_spec(spec, path: str, features: set | None = None) -> pb.PartitionSpec:
