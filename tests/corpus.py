@@ -2490,3 +2490,63 @@ def pallas_tpu_interpret(x):
 _add("pallas_tpu_interpret", pallas_tpu_interpret, (_uniform(1010, (16, 128)),),
      grad_argnums=None, notes="a kernel run by Pallas's TPU interpreter (interpret="
                               "InterpretParams(), which simulates the TPU on the CPU)")
+
+
+# ===========================================================================
+# 15. JAX's public options, each kind: shardings, precisions, accuracies
+# ===========================================================================
+
+def sharded_jit(x):
+  mesh = _mesh()
+  named = jax.sharding.NamedSharding(mesh, P("x"))
+  one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+  y = jax.jit(lambda v: jnp.sin(v) * 2, in_shardings=named, out_shardings=named)(x)
+  return jax.jit(lambda v: v + 1, in_shardings=one, out_shardings=one)(y)
+
+
+_add("sharded_jit", sharded_jit, (_uniform(1100, (4, 2)),), vmap=False,
+     notes="jit with NamedSharding and SingleDeviceSharding in and out shardings")
+
+
+def dot_precisions(a, b):
+  outs = [lax.dot(a, b, precision=p) for p in (
+      lax.DotAlgorithmPreset.F32_F32_F32, lax.DotAlgorithmPreset.BF16_BF16_F32,
+      lax.DotAlgorithmPreset.DEFAULT, (lax.Precision.HIGHEST, lax.Precision.DEFAULT), "bfloat16")]
+  return sum(outs)
+
+
+_add("dot_precisions", dot_precisions, (_normal(1101, (4, 8)), _normal(1102, (8, 3))),
+     grad_argnums=(0, 1), notes="dot_general with DotAlgorithmPresets and precision pairs")
+
+
+def unary_accuracies(x):
+  return (lax.exp(x, accuracy=lax.Tolerance(atol=1e-5, rtol=1e-5, ulps=0))
+          + lax.tanh(x, accuracy=lax.AccuracyMode.HIGHEST)
+          + lax.sin(x, accuracy=lax.Tolerance(ulps=2)))
+
+
+_add("unary_accuracies", unary_accuracies, (_uniform(1103, (5,)),),
+     notes="exp, tanh, sin with lax.Tolerance and lax.AccuracyMode accuracies")
+
+
+def explicit_mesh_reshard(x):
+  mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",),
+                           axis_types=(jax.sharding.AxisType.Explicit,))
+  y = jax.sharding.reshard(x, jax.sharding.NamedSharding(mesh, P("x")))
+  return jnp.cos(y) * 3
+
+
+_add("explicit_mesh_reshard", explicit_mesh_reshard, (_uniform(1104, (4, 2)),), vmap=False,
+     notes="reshard to a NamedSharding over an explicit-axes mesh")
+
+
+def run_state_prog(x):
+  from jax._src.state.discharge import run_state  # (no public path)
+
+  def body(ref):
+    ref[...] = jnp.sin(ref[...]) * 2.0 + 1.0
+  return run_state(body)(x)
+
+
+_add("run_state_prog", run_state_prog, (_uniform(1105, (3,)),), grad_argnums=None, vmap=False,
+     notes="run_state over one ref (JAX has no batching or linearization rule for it)")

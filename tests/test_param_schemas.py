@@ -181,3 +181,16 @@ def test_a_primitive_no_source_binds_is_checked_by_its_params_names():
   assert errs and errs[0][0] == "axis_name" and "a float where it takes" in errs[0][1]
   # a user's primitive is the reader's to trust
   assert list(param_schema.errors(name, {"axis_name": 1.5}, by_name=False)) == []
+
+
+def test_every_jax_primitive_is_in_the_table():
+  """Every primitive JAX's public and optional modules define has a recorded
+  schema or is listed as bound by no source (checked by its params' names):
+  a newer JAX's new primitive shows up here, as a difference of the table
+  (tools/param_names.py writes it), not as refusals."""
+  from jaxpr_proto import compat
+  from jaxpr_proto.compat import param_tables
+  table = (set(param_tables.param_schemas(compat.JAX_VERSION))
+           | param_tables.unbound_primitives(compat.JAX_VERSION))
+  missing = sorted(param_names.jax_primitives() - table)
+  assert not missing, f"not in compat's table (run tools/param_names.py): {missing}"

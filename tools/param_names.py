@@ -53,6 +53,9 @@ files written by another JAX release (see upgrade.Upgrader.params).
 PARAM_SCHEMAS: {primitive: {param: type tree}}, the types those params had,
 each widened to the whole family of JAX's options it belongs to (see
 jaxpr_proto/check/param_schema.py), enforced on every load.
+UNBOUND_PRIMITIVES: the primitives JAX's public and optional modules define
+that none of those sources binds (GPU kernels' among them): their params
+are checked by name (param_schema.errors).
 """
 '''
 
@@ -345,18 +348,45 @@ def _golden_jaxprs():
       continue
 
 
+# JAX's public modules that define primitives, besides its optional ones
+# (compat/optional.py), which `import jax` does not import.
+PUBLIC_MODULES = ("jax.numpy", "jax.scipy.linalg", "jax.scipy.special", "jax.scipy.signal",
+                  "jax.lax", "jax.lax.linalg", "jax.random", "jax.nn", "jax.ffi",
+                  "jax.experimental.shard_map", "jax.experimental.ode",
+                  "jax.experimental.checkify", "jax.experimental.custom_partitioning",
+                  "jax.experimental.jet", "jax.experimental.key_reuse",
+                  "jax.experimental.layout", "jax.experimental.hijax")
+
+
+def jax_primitives() -> set[str]:
+  """The names of every primitive JAX defines, after importing its public
+  modules and its optional ones (those that import here)."""
+  import importlib
+  from jaxpr_proto.codec.names import REGISTRY
+  from jaxpr_proto.compat import optional
+  for mod in (*PUBLIC_MODULES, *sorted(optional.MODULES)):
+    try:
+      importlib.import_module(mod)
+    except Exception:  # a module this JAX lacks, or one that needs a GPU build
+      pass
+  return {name for (ns, name) in REGISTRY.all() if ns.split(".")[0] == "jax"}
+
+
 def main():
   import jax
   major, minor = jax.__version__.split(".")[:2]
   names, open_params, schemas = collect()
+  unbound = sorted(jax_primitives() - set(schemas))
   out = COMPAT / f"v{major}_{minor}" / "params.py"
   text = (HEADER.replace("{minor}", f"{major}.{minor}")
           + "\nPARAM_NAMES = " + pprint.pformat(names, width=100, sort_dicts=True)
           + "\n\nOPEN_JAXPR_PARAMS = " + pprint.pformat(open_params, width=100, sort_dicts=True)
           + "\n\nPARAM_SCHEMAS = " + pprint.pformat(schemas, width=100, sort_dicts=True)
+          + "\n\nUNBOUND_PRIMITIVES = " + pprint.pformat(unbound, width=100, compact=True)
           + "\n")
   out.write_text(text)
-  print(f"{out}: JAX {major}.{minor}: {len(names)} primitives")
+  print(f"{out}: JAX {major}.{minor}: {len(names)} primitives with schemas, "
+        f"{len(unbound)} that no source binds")
 
 
 if __name__ == "__main__":

@@ -154,6 +154,34 @@ register(_single_device_sharding_fields, _named("jax::single_device_sharding"),
          _build_single_device_sharding)
 
 
+# --- lax.Tolerance: a unary op's accuracy (`lax.exp(x, accuracy=Tolerance(...))`) ----
+
+def _tolerance_fields(v):
+  if type(v) is not jax.lax.Tolerance:
+    return None
+  return "jax::tolerance", [("atol", v.atol), ("rtol", v.rtol), ("ulps", v.ulps)]
+
+
+def _build_tolerance(codec, fields, path):
+  # Lowering hands these to StableHLO's ResultAccuracyAttr: two finite
+  # doubles and an int64.
+  atol, rtol, ulps = fields.get("atol"), fields.get("rtol"), fields.get("ulps")
+  if set(fields) != {"atol", "rtol", "ulps"}:
+    raise DecodeError(f"tolerance needs the fields atol, rtol and ulps, got {sorted(fields)}", path)
+  for name, x in (("atol", atol), ("rtol", rtol)):
+    if type(x) not in (float, int) or not 0 <= x < float("inf"):
+      raise DecodeError(f"tolerance's {name} must be a finite non-negative number, got {x!r}", path)
+  if type(ulps) is not int or not 0 <= ulps < 1 << 63:
+    raise DecodeError(f"tolerance's ulps must be an int64 >= 0, got {ulps!r}", path)
+  try:
+    return jax.lax.Tolerance(atol=atol, rtol=rtol, ulps=ulps)
+  except ValueError as e:  # all three zero
+    raise DecodeError(f"cannot build a tolerance: {e}", path) from None
+
+
+register(_tolerance_fields, _named("jax::tolerance"), _build_tolerance)
+
+
 # --- FlatTrees (JAX >= 0.11's scan ft_in / ft_out) -----------------------------------
 
 _FLATTREE = "jax::flattree."

@@ -32,3 +32,9 @@ def param_schemas(version) -> dict[str, dict]:
   """{primitive: {param: type tree}} of a JAX minor (see check.param_schema),
   or {} for a minor without a table."""
   return getattr(_table(tuple(version[:2])), "PARAM_SCHEMAS", {})
+
+
+def unbound_primitives(version) -> frozenset:
+  """The primitives a JAX minor defines that no source of its table binds
+  (their params are checked by name), or {} for a minor without a table."""
+  return frozenset(getattr(_table(tuple(version[:2])), "UNBOUND_PRIMITIVES", ()))
