@@ -241,8 +241,8 @@ def _all_eqns(jaxpr):
 
 def chain(n: int, lanes: int = 128):
   """A ClosedJaxpr of n elementwise eqns (sin, cos, neg, in turn) in `lanes`
-  dependent chains (one chain of a million would be beyond what the checks
-  let through: XLA compiles chains of at most check.bounds.MAX_CHAIN), built
+  dependent chains (one chain of a million loads too, but XLA's CPU compiler
+  crashes on chains past check.bounds.XLA_CPU_CHAIN ops), built
   from one traced step: tracing a million eqns would dominate."""
   from jax.extend.core import ClosedJaxpr, Var
   step = jax.make_jaxpr(lambda x: -jnp.cos(jnp.sin(x)))(jnp.float32(0)).jaxpr
@@ -275,7 +275,8 @@ def bench_eqns(sizes, repeat):
 def unrolled(layers: int, lanes: int = 8):
   """A traced program of lanes * layers * 3 eqns and a few, as unrolled
   models give: `lanes` models side by side (one chain of a million would be
-  beyond check.bounds.MAX_CHAIN), each layer a matmul, a bias that is a
+  beyond what XLA's CPU compiler compiles, check.bounds.XLA_CPU_CHAIN), each
+  layer a matmul, a bias that is a
   literal of its own, and a tanh. Returns it and make_jaxpr's time."""
   import numpy as np
   ws = [np.full((16, 16), 0.01 * (k + 1), np.float32) for k in range(4)]

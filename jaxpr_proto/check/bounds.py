@@ -1,5 +1,5 @@
 """The size of the program XLA would compile, bounded on the message alone;
-and the longest chain of dependent eqns, which XLA's CPU compiler crashes on.
+and the longest chain of dependent ops, which XLA's CPU compiler crashes on.
 
 A file shares sub-jaxprs by reference, so a few kilobytes can describe a
 program of 2**30 eqns (a jit that calls the one below it twice, 30 deep), and
@@ -14,36 +14,30 @@ through a transformation, which traces a new program.
 A chain of dependent eqns is never refused on load: unrolled models are the
 programs people save, and a file of a 100k-eqn chain loads, prints and
 checks as the original. XLA's CPU compiler, though, recurses along such a
-chain and crashes (SIGSEGV) past XLA_CPU_CHAIN eqns (measured on JAX 0.10.2,
-docs/limits.md): its fusion pass (SortTiledHloInstructionsInPostOrder) runs
-in XLA's compile thread, whose stack XLA fixes at 2 MiB, so neither
-`ulimit -s` nor the calling thread's stack size moves the limit. Where this
-package compiles a program itself (the CLI's `run`), `longest_chain` is
-checked first and a longer chain is refused with a message instead of a
-crash; a user's own `jax.jit` of a loaded program is theirs to compile.
+chain and crashes (SIGSEGV) past about 21,000 chained ops (measured on JAX
+0.10.2, docs/limits.md: 21,000 sins compiled in 20 s, 22,000 crashed, as
+did 5,500 logistics, four ops each): its fusion pass
+(SortTiledHloInstructionsInPostOrder, a frame per op) runs in a thread of
+XLA's pool, whose stack XLA fixes at 2 MiB, so neither `ulimit -s` nor the
+calling thread's stack size moves the limit. Where this package compiles a
+program itself (the CLI's `run`; the fuzzer), `compiled_chain` of the
+lowered program is checked first and a chain past XLA_CPU_CHAIN is refused
+with a message instead of a crash; a user's own `jax.jit` of a loaded
+program is theirs to compile, as for the original.
 """
 from __future__ import annotations
 
 from jaxpr_proto.wire import walk
 
 MAX_INLINED_EQNS = 1 << 24
-# The longest chain of dependent eqns (calls that XLA inlines counted as the
-# chains of the jaxprs they call) that XLA's CPU compiler compiles (JAX
-# 0.10.2: a chain of 20,000 sins compiled in 24 s; one of 26,000 crashed).
+# The longest chain of dependent ops (`compiled_chain`) that we hand XLA's
+# CPU compiler (JAX 0.10.2: 21,000 compiled, 22,000 crashed; docs/limits.md).
 XLA_CPU_CHAIN = 20_000
 # No chain is refused on load. (param_rules's scan rule still bounds
 # unroll * the body's chain by it: a chain is never longer than the eqns it
 # takes, so that refuses only an unrolled program of more than
 # MAX_INLINED_EQNS eqns.)
 MAX_CHAIN = MAX_INLINED_EQNS
-
-# Primitives whose sub-jaxprs XLA inlines into the caller's computation. The
-# others' (loop bodies, branches) are computations of their own.
-INLINED = frozenset({
-    "pjit", "jit", "closed_call", "core_call", "remat", "remat2", "checkpoint",
-    "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin",
-    "shard_map", "custom_transpose_call", "run_state",
-})
 
 
 def check_tokens(st, err) -> None:

@@ -11,7 +11,8 @@ It checks, in this order:
 1. **structure**, on the message alone (no JAX): SSA (each variable defined
    once), define-before-use, every index into a table in range, no jaxpr that
    contains itself, nesting within the decoder's limits, and the program's
-   size and chains of dependent eqns within what XLA compiles (`bounds`);
+   size, each use of a shared sub-jaxpr counted, within what XLA compiles
+   (`bounds`; no chain of dependent eqns is refused: docs/limits.md);
 2. **params**: each eqn's params decode through their codec (the
    per-primitive codecs of `param_codecs`, else the allow-listed value
    codec), as do the avals, literals and constants; all errors are collected;
