@@ -102,3 +102,15 @@ def test_cli_run_refuses_a_chain_past_what_xla_compiles(tmp_path):
   assert proc.returncode == 1, proc.stderr
   assert f"a chain of {2 ** n:,} dependent ops" in proc.stderr
   assert "XLA's CPU compiler crashes" in proc.stderr
+
+
+def test_diff_of_a_long_chain_with_one_eqn_changed(long_chain):
+  # difflib alone is quadratic in a repeated key: the common ends are matched first.
+  from jaxpr_proto.cli import jaxpr_diff
+  cj, _ = long_chain
+  k = N // 2
+  eqns = list(cj.jaxpr.eqns)
+  eqns[k] = eqns[k].replace(primitive=jax.lax.cos_p)
+  other = cj.replace(jaxpr=cj.jaxpr.replace(eqns=eqns))
+  d = jaxpr_diff.diff(cj, other)
+  assert [(c.kind, c.a, c.b) for c in d.changes] == [("changed", k, k)]
