@@ -9,6 +9,7 @@ first and refuses a longer one with a message instead of a crash.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -98,7 +99,7 @@ def test_cli_run_refuses_a_chain_past_what_xla_compiles(tmp_path):
   path.write_bytes(_nested_calls(n))
   proc = subprocess.run([sys.executable, "-m", "jaxpr_proto", "run", str(path), "--random"],
                         capture_output=True, text=True, timeout=600,
-                        env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"})
+                        env={**os.environ, "JAX_PLATFORMS": "cpu"})
   assert proc.returncode == 1, proc.stderr
   assert f"a chain of {2 ** n:,} dependent ops" in proc.stderr
   assert "XLA's CPU compiler crashes" in proc.stderr

@@ -105,6 +105,9 @@ def check_bounds(st, err) -> None:
       return
 
 
+_CALLS = {"func.call": "callee", "stablehlo.composite": "decomposition"}
+
+
 def compiled_chain(module) -> int:
   """The longest chain of dependent ops that XLA compiles in one
   computation of the StableHLO `module` (`jax.jit(f).lower(...)
@@ -115,7 +118,7 @@ def compiled_chain(module) -> int:
 
   This is what XLA_CPU_CHAIN bounds: an eqn lowers to one op or several (a
   logistic to four), and XLA's CPU compiler crashes by ops."""
-  from jax._src.lib.mlir import ir
+  from jaxlib.mlir import ir
   funcs = {}
   for op in module.body.operations:
     op = op.operation
@@ -125,8 +128,11 @@ def compiled_chain(module) -> int:
   def nested(op):
     return [b for r in op.regions for b in r.blocks]
 
-  def callee(op) -> str:
-    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+  def callee(op) -> str | None:
+    """The function a func.call calls, or a composite stands for (XLA calls
+    its decomposition)."""
+    attr = _CALLS.get(op.name)
+    return ir.FlatSymbolRefAttr(op.attributes[attr]).value if attr else None
 
   calls: dict[str, set[str]] = {}  # function -> the functions it calls, anywhere in it
   for name, f in funcs.items():
@@ -134,7 +140,7 @@ def compiled_chain(module) -> int:
     while blocks:
       for op in blocks.pop().operations:
         op = op.operation
-        if op.name == "func.call":
+        if op.name in _CALLS:
           out.add(callee(op))
         blocks.extend(nested(op))
     calls[name] = out & funcs.keys()
@@ -158,7 +164,7 @@ def compiled_chain(module) -> int:
       for op in blocks.pop().operations:
         op = op.operation
         d = max([depth.get(v, 0) for v in op.operands], default=0)
-        if op.name == "func.call":
+        if op.name in _CALLS:
           d += chain.get(callee(op), 1)
         elif op.name in ("func.return", "stablehlo.return"):
           pass
