@@ -366,3 +366,98 @@ def test_policy_records_of_other_field_types_are_refused(policy, field, value, w
   m, v = _remat_module(policy)
   _set(_field(v, field), **value)
   _refused(m, "eqn[0].params.policy", why)
+
+
+# --- 6. counts checked before anything is done per item ---------------------------
+
+from jaxpr_proto.wire import columns as _columns, walk as _walk  # noqa: E402
+
+_MANY = 2_000_000  # an 8 MB file's worth of references
+
+
+def _sin_module(n_eqns: int = 1):
+  """sin, n_eqns times: in columns from COLUMNS_FROM eqns."""
+  def f(x):
+    for _ in range(n_eqns):
+      x = jnp.sin(x)
+    return x
+  m = jp.encode(jax.make_jaxpr(f)(np.ones(3, np.float32)))
+  assert _root(m).HasField("columns") == (n_eqns >= _columns.COLUMNS_FROM)
+  if not len(m.params):  # (a param for the eqns to refer to)
+    m.params.add(name="accuracy").value.none.SetInParent()
+  return m
+
+
+@pytest.mark.parametrize("in_columns", [False, True])
+def test_an_eqn_of_millions_of_one_param_is_refused_at_once(in_columns):
+  """2M references to one param (an 8 MB file, or 2 MB packed): refused by
+  their count before their names are compared (the names were compared
+  pairwise: more than 20 s)."""
+  m = _sin_module(70 if in_columns else 1)
+  j = _root(m)
+  if in_columns:
+    j.columns.param_count[0] += _MANY
+    params = list(j.columns.params)
+    j.columns.ClearField("params")
+    j.columns.params.extend([0] * _MANY + params)
+  else:
+    j.eqns[0].params.extend([0] * _MANY)
+  _refused(m, "eqn[0]", "params given twice")
+
+
+def test_an_eqn_of_more_params_than_any_primitive_has_is_refused():
+  m = _sin_module()
+  n = _columns.MAX_PARAMS_PER_EQN + 1
+  first = len(m.params)
+  for k in range(n):
+    m.params.add(name=f"p{k}").value.int = 1
+  _root(m).eqns[0].params.extend(range(first, first + n))
+  _refused(m, "eqn[0]", f"params, more than an eqn may have ({_columns.MAX_PARAMS_PER_EQN})")
+
+
+@pytest.mark.parametrize("in_columns", [False, True])
+@pytest.mark.parametrize("what", ["operands", "results"])
+def test_an_eqn_of_too_many_operands_or_results_is_refused_at_once(in_columns, what):
+  """2M operands of one sin (8 MB) took 8 s to refuse (JAX's type rule of sin
+  read every operand before it found that sin takes one); refused now by
+  their count."""
+  n = _MANY if what == "operands" else _columns.MAX_PER_EQN + 1
+  m = _sin_module(70 if in_columns else 1)
+  j = _root(m)
+  if in_columns:
+    c = j.columns
+    count, col = (c.operand_count, c.operands) if what == "operands" else (c.result_count, c.results)
+    count[0] += n
+    old = list(col)
+    j.columns.ClearField(what)
+    getattr(j.columns, what).extend(([old[0]] if what == "operands" else [0]) * n + old)
+    if what == "results":
+      c.result_avals[:] = [c.result_avals[0]] * n + list(c.result_avals)
+  else:
+    e = j.eqns[0]
+    if what == "operands":
+      x = e.invars[0]
+      e.invars.extend([x] * n)
+    else:
+      b = pb.Binder()
+      b.drop.aval = e.outvars[0].var.aval
+      e.outvars.extend([b] * n)
+  _refused(m, "eqn[0]", f"{what}, more than an eqn may have ({_columns.MAX_PER_EQN})")
+
+
+def test_a_param_of_millions_of_items_is_refused_at_once():
+  """A reduce_sum over 2M axes (8 MB) took 13 s to refuse (each item walked,
+  decoded, matched against the schema, keyed); refused now by its length."""
+  m, v = _int_param_module()
+  items = m.params[[p.name for p in m.params].index("axes")].value.tuple.items
+  items.extend([items[0]] * _MANY)
+  _refused(m, "eqn[0].params.axes", f"more than a value may have ({_walk.MAX_VALUE_ITEMS})")
+
+
+def test_an_eqn_of_many_operands_within_the_bound_still_loads():
+  xs = [np.float32(k) for k in range(3000)]
+  cj = jax.make_jaxpr(lambda *xs: jnp.stack(xs))(*xs)
+  assert max(len(e.invars) for e in cj.jaxpr.eqns) == 3000
+  loaded = jp.loads(jp.dumps(cj))
+  np.testing.assert_array_equal(jax.extend.core.jaxpr_as_fun(loaded)(*xs)[0], np.arange(3000))
+

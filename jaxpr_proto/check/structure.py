@@ -7,6 +7,7 @@ this stage lists them all, with the paths the decoder would give them.
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 import operator
 
@@ -34,6 +35,7 @@ class Structure:
     self.edges: dict[tuple, dict] = {}
     self.paths: dict[tuple, str] = {}
     self.param_names = [p.name for p in m.params]  # of each entry of Module.params
+    self.n_param_names = len(set(self.param_names))  # (an eqn has at most one param of each)
 
   def ref(self, table: str, i: int, path: str, what: str | None = None) -> bool:
     n = self.n[table]
@@ -265,6 +267,15 @@ class Structure:
         if e.HasField("value"):
           self.values(node, e.value, f"{where}[{k}].value")
 
+    def binders(e, where):
+      for q, b in enumerate(e.outvars):
+        at = f"{where}.outvars[{q}]"
+        kind = collect(walk.binder_kind, b, at)
+        if kind == "var":
+          define(b.var, at)
+        elif kind == "drop":
+          ref("avals", b.drop.aval, at, "aval")
+
     for k, v in enumerate(j.constvars):
       define(v, f"{prefix}constvars[{k}]")
     for k, v in enumerate(j.invars):
@@ -283,7 +294,13 @@ class Structure:
       elif j.HasField("columns"):  # checked eqn by eqn, to report each problem at its path
         eqns = columns.as_eqns(j, prefix)
     fast = self._fast_eqn(node, scope.vars, prefix)
+    n_names = self.n_param_names
     for k, e in enumerate(eqns):
+      if too_many := self._too_many(e, n_names):  # (before anything per operand or param)
+        err(f"{prefix}eqn[{k}]", too_many)
+        if len(e.outvars) <= columns.MAX_PER_EQN:  # (defined: no errors where they are used)
+          binders(e, f"{prefix}eqn[{k}]")
+        continue
       if fast(k, e):
         continue
       where = f"{prefix}eqn[{k}]"
@@ -293,7 +310,7 @@ class Structure:
           self.edge(node, ("p", p), where)
       names = [self.param_names[p] for p in e.params if 0 <= p < self.n["params"]]
       if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = sorted(n for n, count in collections.Counter(names).items() if count > 1)
         err(f"{where}.params", f"params given twice: {', '.join(dup)}")
       for q, a in enumerate(e.invars):
         atom(a, f"{where}.invars[{q}]")
@@ -303,16 +320,25 @@ class Structure:
       ref("name_stacks", e.name_stack, f"{where}.name_stack", "name stack")
       if ref("contexts", e.context, f"{where}.context", "context"):
         self.edge(node, ("x", e.context), where)
-      for q, b in enumerate(e.outvars):
-        at = f"{where}.outvars[{q}]"
-        kind = collect(walk.binder_kind, b, at)
-        if kind == "var":
-          define(b.var, at)
-        elif kind == "drop":
-          ref("avals", b.drop.aval, at, "aval")
+      binders(e, where)
     for k, a in enumerate(j.outvars):
       atom(a, f"{prefix}outvars[{k}]")
     effects(j.effects, f"{prefix}effects")
+
+  @staticmethod
+  def _too_many(e, n_names: int) -> str | None:
+    """Why the eqn `e` has too many operands, results or params to check
+    each, or None: a count bound, checked before anything per item (an eqn
+    of 2M params, all one, took 20 s to refuse as given twice)."""
+    for n, what in ((len(e.invars), "operands"), (len(e.outvars), "results")):
+      if n > columns.MAX_PER_EQN:
+        return columns.too_many(n, what)
+    if len(e.params) > n_names:
+      return (f"{len(e.params)} params, where the module's params have only {n_names} "
+              "distinct names: params given twice")
+    if len(e.params) > columns.MAX_PARAMS_PER_EQN:
+      return f"{len(e.params)} params, more than an eqn may have ({columns.MAX_PARAMS_PER_EQN})"
+    return None
 
   def _fast_columns(self, node, defined, c: columns.Columns, prefix: str) -> bool:
     """The checks of `jaxpr` for its eqns (in either form, read as columns),
@@ -329,6 +355,8 @@ class Structure:
         return False
     if any(lit.aval >= n["avals"] or not lit.HasField("value") for lit in c.literals):
       return False
+    if c.params and max(c.param_count) > columns.MAX_PARAMS_PER_EQN:
+      return False  # (told eqn by eqn, before anything per param)
     if c.params and max(c.param_count) > 1:  # no eqn has two params of one name
       names, q = self.param_names, 0
       for count in c.param_count:

@@ -17,6 +17,15 @@ from jaxpr_proto.v1 import jaxpr_pb2 as pb
 # most programs stay as messages, readable in text form and by format 1.2.
 COLUMNS_FROM = 64
 
+# The most operands, and results, of one eqn. Checked before anything is done
+# per operand: a file of 8 MB could give one eqn 2M operands, each cheap to
+# read and dear to check (JAX's type rule of `sin` looked at all 2M before
+# it found that sin takes one: 8 s). Far beyond real programs (a jit of a
+# model's parameters, a concatenate of many arrays: thousands).
+MAX_PER_EQN = 1 << 16
+# The most params of one eqn: JAX's primitives have at most 11 (pallas_call).
+MAX_PARAMS_PER_EQN = 256
+
 _PER_EQN = ("primitive", "operand_count", "result_count", "param_count",
             "traceback", "name_stack", "context")
 
@@ -55,6 +64,10 @@ def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
       if sum(getattr(c, count)) != len(getattr(c, f)):
         raise DecodeError(f"{len(getattr(c, f))} entries in {f}, where {count} adds up to "
                           f"{sum(getattr(c, count))}", f"{where}.{f}")
+    for counts, what in ((c.operand_count, "operands"), (c.result_count, "results")):
+      if counts and max(counts) > MAX_PER_EQN:
+        k = next(k for k, n in enumerate(counts) if n > MAX_PER_EQN)
+        raise DecodeError(too_many(counts[k], what), f"{prefix}eqn[{k}]")
     if c.operands.count(0) != len(c.literals):
       raise DecodeError(f"{len(c.literals)} literals for {c.operands.count(0)} literal operands",
                         f"{where}.literals")
@@ -78,7 +91,10 @@ def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
     c.traceback.append(e.traceback)
     c.name_stack.append(e.name_stack)
     c.context.append(e.context)
-    ins = e.invars
+    ins, outs = e.invars, e.outvars
+    for n, what in ((len(ins), "operands"), (len(outs), "results")):
+      if n > MAX_PER_EQN:  # (before anything per operand)
+        raise DecodeError(too_many(n, what), f"{prefix}eqn[{k}]")
     c.operand_count.append(len(ins))
     for a in ins:
       kind = a.WhichOneof("kind")
@@ -88,7 +104,6 @@ def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
         kinds.add(kind)
         c.operands.append(0)
         c.literals.append(a.literal)
-    outs = e.outvars
     c.result_count.append(len(outs))
     for b in outs:
       kind = b.WhichOneof("kind")
@@ -105,6 +120,11 @@ def of(j: pb.Jaxpr, prefix: str = "") -> Columns:
       c.effects[k] = list(e.effects)
   c.unset = None in kinds
   return c
+
+
+def too_many(n: int, what: str) -> str:
+  """The message for an eqn of `n` operands or results, more than MAX_PER_EQN."""
+  return f"{n} {what}, more than an eqn may have ({MAX_PER_EQN})"
 
 
 def as_eqns(j: pb.Jaxpr, prefix: str = ""):

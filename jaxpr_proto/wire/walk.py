@@ -27,6 +27,11 @@ _REFS = {"jaxpr": lambda v: v.jaxpr, "closed_jaxpr": lambda v: v.closed_jaxpr,
 _SEQUENCES = ("tuple", "list", "frozenset")
 
 MAX_VALUE_DEPTH = 90  # below protobuf's own parse limit (100 nested messages)
+# The most items of one tuple, list, frozenset or dict Value, refused before
+# anything is done per item: params hold an item per axis, per operand (an
+# eqn has at most columns.MAX_PER_EQN) or per branch; a file of 8 MB could
+# give one 2M items, each dear to check (13 s to refuse a 2M-axis reduce_sum).
+MAX_VALUE_ITEMS = 1 << 16
 
 PROBLEM = "problem"
 
@@ -72,13 +77,16 @@ def _walk(stack: list[tuple[object, str, int]],
       yield kind, _REFS[kind](x), p
     elif kind == "array" and arrays:
       yield kind, x.array, p
-    elif kind in _SEQUENCES:
-      items = getattr(x, kind).items
-      stack.extend((y, f"{p}[{k}]", d + 1) for k, y in reversed(list(enumerate(items))))
-    elif kind == "dict":
-      for k, e in enumerate(x.dict.entries):
-        stack.append((e.key, f"{p}.key", d + 1))
-        stack.append((e.value, f"{p}[{k}]", d + 1))
+    elif kind in _SEQUENCES or kind == "dict":
+      items = x.dict.entries if kind == "dict" else getattr(x, kind).items
+      if len(items) > MAX_VALUE_ITEMS:
+        yield PROBLEM, f"a {kind} of {len(items)} items, more than a value may have ({MAX_VALUE_ITEMS})", p
+      elif kind != "dict":
+        stack.extend((y, f"{p}[{k}]", d + 1) for k, y in reversed(list(enumerate(items))))
+      else:
+        for k, e in enumerate(items):
+          stack.append((e.key, f"{p}.key", d + 1))
+          stack.append((e.value, f"{p}[{k}]", d + 1))
     elif kind in ("record", "extension"):
       for f in getattr(x, kind).fields:
         stack.append((f.value, f"{p}.{f.name}", d + 1))
