@@ -22,7 +22,10 @@ jaxpr_proto/check/param_schema.py). The sources:
   family: a jit's context mesh is concrete, a type's abstract.) A param that
   holds a value of one family admits every member of it (`widen`), and so
   does a param of the same name whose eqns only left it None;
-* probes of what real programs bind that the above lacks (`_probes`);
+* probes of what real programs bind that the above lacks (`_probes`), and
+  of the primitives that neither binds (tools/param_probes.py: sparse
+  formats, Pallas TPU, Triton and Mosaic GPU kernels traced without their
+  hardware, new-style PRNG keys, FFI calls, async collectives...);
 * every program of the test corpus (and its grad and vmap), the
   real-library programs of tests/test_real_libraries.py and the golden files. The decoder uses the
 table of the running JAX minor to refuse, with a VersionError naming the
@@ -86,7 +89,9 @@ def collect() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dic
       for s in compat.jaxprs_in_params(e.params):
         walk(s)
 
-  for make in [*_probes(), *_harness_programs()]:
+  sys.path.insert(0, str(ROOT / "tools"))
+  import param_probes  # tools/param_probes.py: JAX's primitives that neither harnesses nor corpus bind
+  for make in [*_probes(), *param_probes.probes(), *_harness_programs()]:
     try:
       walk(make().jaxpr)
     except Exception:
@@ -109,13 +114,63 @@ def collect() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dic
         walk(make().jaxpr)
       except Exception:
         pass
+  rules = _RuleSignatures()
   for (prim, k), n in having.items():
-    if n < eqns[prim]:  # a param some eqns of the primitive lack
+    # A param some eqns of the primitive lack, where no rule of JAX's for the
+    # primitive needs it (mul's transpose rule needs out_dtype, which JAX's
+    # harnesses leave out: their program fails under grad).
+    if n < eqns[prim] and not rules.needs(prim, k):
       schemas[prim][k][param_schema.ABSENT] = None
   widen(schemas, _families())
   return ({k: sorted(v) for k, v in sorted(names.items())},
           {k: sorted(v) for k, v in sorted(open_params.items())},
           {k: schemas[k] for k in sorted(schemas)})
+
+
+class _RuleSignatures:
+  """Which params JAX's rules for a primitive take without a default: its
+  impl, abstract evaluation, lowerings, jvp, transpose and batching rules."""
+
+  def __init__(self):
+    from jax._src import core
+    from jax._src.interpreters import ad, batching, mlir
+    from jaxpr_proto.codec.names import REGISTRY
+    self._prims: dict[str, list] = collections.defaultdict(list)
+    for (_, name), prim in REGISTRY.all().items():
+      self._prims[name].append(prim)
+    self._tables = [ad.primitive_jvps, ad.primitive_transposes, batching.primitive_batchers,
+                    getattr(batching, "fancy_primitive_batchers", {}), mlir._lowerings,
+                    *getattr(mlir, "_platform_specific_lowerings", {}).values(),
+                    getattr(core, "custom_typechecks", {})]
+
+  def _rules(self, prim):
+    yield getattr(prim, "impl", None)
+    yield getattr(prim, "abstract_eval", None)
+    for t in self._tables:
+      try:
+        r = t[prim]
+      except (KeyError, TypeError):
+        continue
+      yield getattr(r, "fn", r)  # (a lowering table's entry may hold the rule)
+
+  def needs(self, prim_name: str, param: str) -> bool:
+    """Whether a rule of JAX's for the primitive takes `param` without a default."""
+    import functools
+    import inspect
+    def needs(rule, bound=frozenset()) -> bool:
+      if isinstance(rule, functools.partial):  # and the rules it was given (defbilinear's)
+        inner = bound | set(rule.keywords)
+        return needs(rule.func, inner) or any(needs(a, inner) for a in rule.args if callable(a))
+      if not callable(rule) or param in bound:
+        return False
+      try:
+        q = inspect.signature(inspect.unwrap(rule)).parameters.get(param)
+      except (TypeError, ValueError):
+        return False
+      return (q is not None and q.default is q.empty
+              and q.kind in (q.POSITIONAL_OR_KEYWORD, q.KEYWORD_ONLY))
+
+    return any(needs(rule) for prim in self._prims.get(prim_name, ()) for rule in self._rules(prim))
 
 
 def _harness_programs():
@@ -254,12 +309,17 @@ def _probes():
               cp.checkpoint_dots, cp.dots_with_no_batch_dims_saveable,
               cp.save_only_these_names("a"), cp.save_any_names_but_these("a"),
               cp.save_anything_except_these_names("a"),
-              cp.save_from_both_policies(cp.dots_saveable, cp.save_only_these_names("a"))]
+              cp.save_from_both_policies(cp.dots_saveable, cp.save_only_these_names("a")),
+              cp.offload_dot_with_no_batch_dims("device", "pinned_host"),
+              cp.save_and_offload_only_these_names(
+                  names_which_can_be_saved=(), names_which_can_be_offloaded=("a",),
+                  offload_src="device", offload_dst="pinned_host")]
 
   def ckpt(x):
     return jnp.sin(jax.ad_checkpoint.checkpoint_name(jnp.cos(x), "a"))
   for pol in policies:
     out.append(lambda pol=pol: jax.make_jaxpr(jax.checkpoint(ckpt, policy=pol))(1.0))
+    out.append(lambda pol=pol: jax.make_jaxpr(jax.grad(jax.checkpoint(ckpt, policy=pol)))(1.0))
   out += _sharding_probes()
   # run_state, as jax's own state tests bind it.
   from jax._src.state.discharge import run_state
@@ -303,6 +363,15 @@ def _sharding_probes():
   d = SingleDeviceSharding(jax.devices()[0])
   out.append(lambda: jax.make_jaxpr(jax.jit(lambda y: y + 1, in_shardings=d, out_shardings=d))(x))
   out.append(lambda: jax.make_jaxpr(lambda y: jax.device_put(y, d))(x))
+  # device_put to each memory space, and to shardings with a memory kind (as
+  # offloading remat policies and host-offload code do).
+  for space in jax.memory.Space:
+    out.append(lambda space=space: jax.make_jaxpr(lambda y: jax.device_put(y, space))(x))
+  mesh = jax.make_mesh((1,), ("x",))
+  for kind in ("device", "pinned_host", "unpinned_host"):
+    for s in (SingleDeviceSharding(jax.devices()[0], memory_kind=kind),
+              NamedSharding(mesh, P(), memory_kind=kind)):
+      out.append(lambda s=s: jax.make_jaxpr(lambda y: jax.device_put(y, s))(x))
   return out
 
 

@@ -33,11 +33,6 @@ MAX_INLINED_EQNS = 1 << 24
 # The longest chain of dependent ops (`compiled_chain`) that we hand XLA's
 # CPU compiler (JAX 0.10.2: 21,000 compiled, 22,000 crashed; docs/limits.md).
 XLA_CPU_CHAIN = 20_000
-# No chain is refused on load. (param_rules's scan rule still bounds
-# unroll * the body's chain by it: a chain is never longer than the eqns it
-# takes, so that refuses only an unrolled program of more than
-# MAX_INLINED_EQNS eqns.)
-MAX_CHAIN = MAX_INLINED_EQNS
 
 
 def check_tokens(st, err) -> None:

@@ -749,7 +749,7 @@ def _scan(eqn, *, length, unroll, jaxpr, num_consts=None, num_carry=None, **_):
   """Consts and carry within the operands (JAX 0.10's type rule splits the
   operands by them and takes a short split; from 0.11 flat trees say it), a
   trip count XLA's loop counter holds, and an unrolled body within the
-  chain of dependent eqns XLA compiles safely (see check.bounds)."""
+  size bound of check.bounds."""
   if num_consts is not None:
     n_in = len(eqn.invars)
     bad = (_count("num_consts", num_consts, n_in)
@@ -768,21 +768,9 @@ def _scan(eqn, *, length, unroll, jaxpr, num_consts=None, num_carry=None, **_):
     return
   body = jaxpr.jaxpr if isinstance(jaxpr, compat.ClosedJaxpr) else jaxpr
   copies = min(unroll, length)
-  if copies > 1 and copies * _chain(body) > bounds.MAX_CHAIN:
-    yield "unroll", (f"unroll={unroll} copies of a body with a chain of {_chain(body)} "
-                     f"dependent eqns make a chain beyond {bounds.MAX_CHAIN} (see check.bounds)")
-
-
-def _chain(jaxpr) -> int:
-  """The longest chain of dependent eqns of a jaxpr (a call counted as one)."""
-  depth: dict = {}
-  longest = 0
-  for eqn in jaxpr.eqns:
-    d = 1 + max((depth.get(x, 0) for x in eqn.invars if not isinstance(x, compat.Literal)), default=0)
-    for v in eqn.outvars:
-      depth[v] = d
-    longest = max(longest, d)
-  return longest
+  if copies > 1 and copies * len(body.eqns) > bounds.MAX_INLINED_EQNS:
+    yield "unroll", (f"unroll={unroll} copies of a body of {len(body.eqns)} eqns make more than "
+                     f"{bounds.MAX_INLINED_EQNS} eqns (see check.bounds)")
 
 
 def _sort(eqn, *, dimension, num_keys, **_):

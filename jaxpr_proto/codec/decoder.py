@@ -2,8 +2,10 @@
 
 Table entries are decoded on first reference and cached by index, so shared
 sub-jaxprs stay shared and each error names the path of the reference that
-reached it. Decoding never imports a module and never looks up or calls a
-name taken from the file: every name is looked up in this package's tables.
+reached it. Decoding never imports a module the file names and never looks
+up or calls a name taken from the file: every name is looked up in this
+package's tables (which may import one of JAX's own optional modules from
+the fixed table compat/optional.py, picked by the name, never named by it).
 """
 from __future__ import annotations
 

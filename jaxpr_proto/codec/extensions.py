@@ -10,6 +10,7 @@ codec; decoding looks the codec up here and builds only what it names.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 from typing import Callable
 
@@ -169,7 +170,8 @@ def _build_tolerance(codec, fields, path):
   if set(fields) != {"atol", "rtol", "ulps"}:
     raise DecodeError(f"tolerance needs the fields atol, rtol and ulps, got {sorted(fields)}", path)
   for name, x in (("atol", atol), ("rtol", rtol)):
-    if type(x) not in (float, int) or not 0 <= x < float("inf"):
+    # (-0.0 too: StableHLO's verifier refuses a negative zero)
+    if type(x) not in (float, int) or not 0 <= x < float("inf") or math.copysign(1, x) < 0:
       raise DecodeError(f"tolerance's {name} must be a finite non-negative number, got {x!r}", path)
   if type(ulps) is not int or not 0 <= ulps < 1 << 63:
     raise DecodeError(f"tolerance's ulps must be an int64 >= 0, got {ulps!r}", path)
@@ -339,24 +341,13 @@ register(lambda v: ("jax::hiprim", lambda path: _hiprim_fields(v, path)) if comp
 
 # --- remat policies that JAX builds as closures ---------------------------------------
 
-def _closure_args(fn, factory, argnames):
-  """The factory arguments that built the closure `fn`, or None."""
-  probe = factory(*([None] * len(argnames)))
-  if (not isinstance(fn, types.FunctionType) or not isinstance(probe, types.FunctionType)
-      or fn.__code__ is not probe.__code__):
-    return None
-  cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
-  return [cells.get(a) for a in argnames]
-
-
 def _policy_extension(v):
-  if not isinstance(v, types.FunctionType):
+  name = compat.policy_factory_of(v) if isinstance(v, types.FunctionType) else None
+  if name is None:
     return None
-  for name, (factory, argnames) in compat.policy_factories().items():
-    args = _closure_args(v, factory, argnames)
-    if args is not None:
-      return name, list(zip(argnames, args))
-  return None
+  _, argnames = compat.policy_factories()[name]
+  cells = dict(zip(v.__code__.co_freevars, (c.cell_contents for c in v.__closure__ or ())))
+  return name, [(a, cells.get(a)) for a in argnames]
 
 
 def _build_policy(codec, fields, path):
@@ -367,7 +358,7 @@ def _build_policy(codec, fields, path):
   if bad is not None:
     raise DecodeError(f"{codec}'s {bad[0]} {bad[1]}", f"{path}.{bad[0]}")
   try:
-    return fn(*(fields[a] for a in argnames))
+    return fn(**{a: fields[a] for a in argnames})
   except Exception as e:
     raise DecodeError(f"cannot build {codec}: {e}", path) from None
 

@@ -7,14 +7,14 @@ the remat's jaxpr (under `vjp`, `grad`, `linearize`), as
 record (`DotsSaveable`, `SaveOnlyTheseNames`, `SaveAnyNamesButThese` in JAX
 0.10-0.11; closures in 0.9 and 0.12) or a closure written by its factory's
 arguments (`save_from_both_policies(policy_1, policy_2)`,
-`offload_dot_with_no_batch_dims(offload_src, offload_dst)`: an extension,
-see codec/extensions.py). Decoding builds those, so each is checked here
+`offload_dot_with_no_batch_dims(offload_src, offload_dst)`,
+`save_and_offload_only_these_names(...)`: an extension, see
+codec/extensions.py). Decoding builds those, so each is checked here
 before JAX meets it: a `save_from_both_policies` of two strings loaded and
 then failed under vjp (`'str' object is not callable`, issue 30).
 """
 from __future__ import annotations
 
-import types
 
 from jaxpr_proto import compat
 
@@ -41,18 +41,6 @@ def _describe(v) -> str:
   return f"{type(v).__name__} {r if len(r) < 60 else r[:57] + '...'}"
 
 
-def _factory_of(fn):
-  """The name of the policy factory (compat.policy_factories) that built the
-  closure `fn`, or None."""
-  if not isinstance(fn, types.FunctionType):
-    return None
-  for name, (factory, argnames) in compat.policy_factories().items():
-    probe = factory(*([None] * len(argnames)))
-    if isinstance(probe, types.FunctionType) and fn.__code__ is probe.__code__:
-      return name
-  return None
-
-
 def problem(v, boolean: bool = False) -> str | None:
   """Why `v` is not a remat policy of JAX's (one returning a bool, where
   `boolean`: what save_from_both_policies combines), or None."""
@@ -68,10 +56,10 @@ def problem(v, boolean: bool = False) -> str | None:
     return None
   if compat.policy_record(v) is not None:  # (JAX 0.9, 0.12: the records as closures)
     return None
-  factory = _factory_of(v)
+  factory = compat.policy_factory_of(v)
   if factory == "jax::save_from_both_policies":
     return None  # (its two policies were checked when it was built: build_problem)
-  if factory == "jax::offload_dot_with_no_batch_dims":
+  if factory in _OFFLOADING:
     return "an offloading policy returns no bool, as save_from_both_policies needs" if boolean else None
   return f"not a remat policy: {_describe(v)}"
 
@@ -84,9 +72,16 @@ def build_problem(codec: str, fields: dict) -> tuple[str, str] | None:
       why = problem(fields[field], boolean=True)
       if why:
         return field, why
-  elif codec == "jax::offload_dot_with_no_batch_dims":
+  elif codec in _OFFLOADING:
     for field, allowed in (("offload_src", OFFLOAD_SRC), ("offload_dst", OFFLOAD_DST)):
       v = fields[field]
       if type(v) is not str or v not in allowed:
         return field, f"must be one of the memory kinds {', '.join(allowed)}, got {_describe(v)}"
+    for field in ("names_which_can_be_saved", "names_which_can_be_offloaded"):
+      if field in fields and not _names(fields[field]):
+        return field, f"must be a frozenset of str, got {_describe(fields[field])}"
   return None
+
+
+# The factories whose policies offload residuals (and return no bool).
+_OFFLOADING = ("jax::offload_dot_with_no_batch_dims", "jax::save_and_offload_only_these_names")

@@ -32,3 +32,12 @@ def same_value(a, b) -> bool:
     return bool(a == b) and type(a) is type(b)
   except Exception:
     return False
+
+
+def not_convertible(what: str) -> Callable[[dict], None]:
+  """A `rewrite`'s up or down for a change that params alone cannot undo (an
+  operand that became a param): a file across it is refused, saying so."""
+  def refuse(params: dict) -> None:
+    from jaxpr_proto.errors import VersionError
+    raise VersionError(f"{what}: a file across this change cannot be converted")
+  return refuse

@@ -288,13 +288,38 @@ def is_prng_impl_obj(x) -> bool:
   return isinstance(x, prng.PRNGImpl)
 
 
-def policy_factories():
-  """The remat policy factories whose closures are written by their arguments."""
-  p = checkpoint_policies
-  return {
-      "jax::save_from_both_policies": (p.save_from_both_policies, ("policy_1", "policy_2")),
-      "jax::offload_dot_with_no_batch_dims": (p.offload_dot_with_no_batch_dims, ("offload_src", "offload_dst")),
-  }
+@functools.cache
+def policy_factories() -> dict[str, tuple]:
+  """{name: (factory, argument names)}: the remat policy factories of
+  `jax.checkpoint_policies` whose closures are written by their arguments,
+  each public function there of named arguments alone (a policy itself
+  takes `prim`; one of `*names` is written as a record, policy_record):
+  save_from_both_policies, offload_dot_with_no_batch_dims,
+  save_and_offload_only_these_names."""
+  import inspect
+  import types
+  out = {}
+  for name, fn in sorted(vars(checkpoint_policies).items()):
+    if name.startswith("_") or not isinstance(fn, types.FunctionType):
+      continue
+    params = list(inspect.signature(fn).parameters.values())
+    if (not params or params[0].name == "prim"
+        or any(q.kind in (q.VAR_POSITIONAL, q.VAR_KEYWORD) for q in params)):
+      continue
+    out[f"jax::{name}"] = (fn, tuple(q.name for q in params))
+  return out
+
+
+def policy_factory_of(fn) -> str | None:
+  """The name (in policy_factories) of the factory whose closure `fn` is:
+  its code is a constant of the factory's code."""
+  code = getattr(fn, "__code__", None)
+  if code is None:
+    return None
+  for name, (factory, _) in policy_factories().items():
+    if code in factory.__code__.co_consts:
+      return name
+  return None
 
 
 def symbolic_constraints(scope) -> list[str]:

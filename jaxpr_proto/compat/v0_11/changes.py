@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax
 
 from jaxpr_proto import compat
-from jaxpr_proto.compat.change import Change
+from jaxpr_proto.compat.change import Change, not_convertible
 from jaxpr_proto.compat.standins import EnumStandIn, FlatTreeStandIn
 from jaxpr_proto.errors import VersionError
 
@@ -80,6 +80,20 @@ CHANGES: list[Change] = [
            note="JAX 0.11 deleted closed_call_p; it is an alias of eval_jaxpr_p"),
     Change(SINCE, "eval_jaxpr", "rewrite", "drop closed_call's name",
            up=lambda p: p.pop("name", None), down=lambda p: None),
+    # Pallas kernels' primitives (Mosaic TPU and GPU).
+    Change(SINCE, "dma_wait", "add_param", "is_wait_send", default=False),
+    Change(SINCE, "get_barrier_semaphore", "add_param", "tag", default=None),
+    Change(SINCE, "barrier_arrive", "add_param", "has_user_predicate", default=False),
+    Change(SINCE, "copy_gmem_to_smem", "add_param", "has_user_predicate", default=False),
+    Change(SINCE, "copy_gmem_to_smem", "add_param", "has_barrier", default=True,
+           note="JAX 0.10's copy_gmem_to_smem always took a barrier"),
+    *[Change(SINCE, prim, "rewrite", "n: an operand -> a param",
+             up=not_convertible(f"{prim}'s n became a param"),
+             down=not_convertible(f"{prim}'s n became a param"))
+      for prim in ("wgmma_wait", "wait_smem_to_gmem", "set_max_registers_p")],
+    Change(SINCE, "xla_metadata_call", "rewrite", "scheduling_group -> xla_metadata, ad_metadata",
+           up=not_convertible("xla_metadata_call's params changed"),
+           down=not_convertible("xla_metadata_call's params changed")),
 ]
 
 # Primitives new in this minor that an older JAX lacks but can compute: an

@@ -29,6 +29,10 @@ def _polynomial(x, *coeffs, unroll=None):
 
 CHANGES: list[Change] = [
     Change(SINCE, "erfc", "add_param", "accuracy", default=None),
+    # Pallas TPU kernels' primitives.
+    Change(SINCE, "bitcast", "add_param", "dim", default=-2,
+           note="JAX 0.11's bitcast scaled the second-minor dimension"),
+    Change(SINCE, "dma_wait", "remove_param", "insert_dummy_device", default=False),
 
 
 ]
