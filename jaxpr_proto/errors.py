@@ -47,6 +47,19 @@ class RuleNotSavedError(Error, NotImplementedError):
   size (vmap of the loaded program raises this, naming the rule)."""
 
 
+class IsolatedRunError(Error, RuntimeError):
+  """The program failed in its process: JAX or XLA raised (`.kind` is the
+  exception's type name), the process died (`.signal`, for instance SIGABRT
+  from a failed CHECK in XLA; `.stderr` holds the end of what it wrote) or
+  ran past `timeout` (`.timed_out`)."""
+
+  def __init__(self, message, *, kind=None, signal=None, returncode=None, timed_out=False,
+               stderr=""):
+    super().__init__(message)
+    self.kind, self.signal, self.returncode = kind, signal, returncode
+    self.timed_out, self.stderr = timed_out, stderr
+
+
 class UnsupportedJaxError(Error, ImportError):
   """The running JAX has no adapter in this jaxpr_proto (raised on import)."""
 

@@ -461,3 +461,71 @@ def test_an_eqn_of_many_operands_within_the_bound_still_loads():
   loaded = jp.loads(jp.dumps(cj))
   np.testing.assert_array_equal(jax.extend.core.jaxpr_as_fun(loaded)(*xs)[0], np.arange(3000))
 
+
+# --- 4. what XLA aborts on: a process of its own ----------------------------------
+
+import signal  # noqa: E402
+import sys  # noqa: E402
+
+import jaxlib  # noqa: E402
+
+_XLA_47384 = compat.parse_version(jaxlib.__version__)[:2] < (0, 11)
+
+
+def _doubling(init):
+  """A while loop whose counter is added to itself: jaxlib 0.10's XLA aborts
+  compiling it (openxla/xla#47384), as written here in JAX."""
+  return jax.make_jaxpr(lambda a: jax.lax.while_loop(
+      lambda c: c[0] < 10, lambda c: (c[0] + c[0], c[1] * 1.5), (init, a)))(np.ones(2, np.float32))
+
+
+def test_run_isolated_runs_a_program_and_returns_its_outputs():
+  cj = jax.make_jaxpr(lambda x, y: (jnp.sin(x) * y, x.sum()))(np.ones(3, np.float32), 2.0)
+  outs = jp.run_isolated(jp.dumps(cj), np.arange(3, dtype=np.float32), np.float32(2.0), timeout=120)
+  want = jax.extend.core.jaxpr_as_fun(cj)(np.arange(3, dtype=np.float32), np.float32(2.0))
+  assert len(outs) == 2 and all(type(o) is np.ndarray for o in outs)
+  for got, w in zip(outs, want):
+    np.testing.assert_allclose(got, np.asarray(w), rtol=1e-6)
+
+
+def test_run_isolated_says_why_a_file_is_refused():
+  m = jp.encode(jax.make_jaxpr(lambda x: jnp.cos(x) * 2.0)(np.ones(3, np.float32)))
+  _set_input_space(m, 0, pb.MEMORY_SPACE_ANY)
+  with pytest.raises(jp.DecodeError, match=r"^invars\[0\]: .*memory space any"):
+    jp.run_isolated(m.SerializeToString(), np.ones(3, np.float32), timeout=120)
+
+
+def test_run_isolated_turns_what_jax_raises_into_an_error():
+  cj = jax.make_jaxpr(lambda x: jnp.cos(x))(np.ones(3, np.float32))
+  with pytest.raises(jp.IsolatedRunError) as e:  # (arguments of another type than the program's)
+    jp.run_isolated(jp.dumps(cj), np.ones((2, 2), np.float32), np.ones(1), timeout=120)
+  assert e.value.kind and e.value.signal is None
+
+
+def test_xla_aborts_in_the_isolated_process_not_in_this_one():
+  """Issue 30's xla-abort: the file loads (the program is valid; JAX
+  traces it), and XLA's compile aborts the process that compiles it where
+  jaxlib has the bug. run_isolated makes that an error here."""
+  data = jp.dumps(_doubling(1))  # (from 1 the counter ends: 16, where XLA is fixed)
+  jp.loads(data)
+  if _XLA_47384:
+    with pytest.raises(jp.IsolatedRunError) as e:
+      jp.run_isolated(data, np.ones(2, np.float32), timeout=300)
+    assert e.value.signal == signal.SIGABRT, e.value
+    assert "Check failed" in str(e.value), e.value
+  else:
+    i, a = jp.run_isolated(data, np.ones(2, np.float32), timeout=300)
+    assert i == 16
+
+
+def test_the_fuzzer_judges_the_xla_abort_as_jax_aborts_too():
+  sys.path.insert(0, str(FOUND.parent.parent / "tools"))
+  import fuzz
+  data = _file("while_doubling_counter_xla_abort")
+  jp.loads(data)  # it loads: the abort is XLA's, at compile
+  assert fuzz._known_xla_abort(data) == _XLA_47384
+  assert fuzz._known_xla_abort(jp.dumps(_doubling(0))) == _XLA_47384
+  times_two = jax.make_jaxpr(lambda a: jax.lax.while_loop(
+      lambda c: c[0] < 10, lambda c: (c[0] * 2, c[1]), (1, a)))(np.ones(2, np.float32))
+  assert not fuzz._known_xla_abort(jp.dumps(times_two))
+  assert "xla_aborts_as_in_jax" in fuzz.GOOD

@@ -47,7 +47,11 @@ level, and judges it (`judge`):
   whose lowered chain of dependent ops is past check.bounds.XLA_CPU_CHAIN
   (`past_compile_limit`: not compiled, since XLA's CPU compiler crashes on
   such a chain, as on an original one; loading refuses no chain, and a file
-  can describe one through shared calls or an unrolled scan).
+  can describe one through shared calls or an unrolled scan); nor a program
+  that XLA aborts on compiling, as it aborts for the same program written
+  in JAX (`xla_aborts_as_in_jax`, judged in the parent after its worker
+  died: a while loop whose counter is added to itself, under jaxlib 0.10,
+  openxla/xla#47384; see _known_xla_abort).
 
     .venv/bin/python tools/fuzz.py --cases 20000 --seed 1 --jobs 2  # a long run
     .venv/bin/python tools/fuzz.py --replay tests/fuzz_regressions  # re-judge saved cases
@@ -97,7 +101,7 @@ _FD = _descriptor.FieldDescriptor
 # The outcomes that are not bad.
 GOOD = ("refused", "ran", "loaded_not_run", "not_differentiable", "while_runs_on", "out_of_memory",
         "host_callback_failed", "check_not_functionalized", "needs_accelerator", "other_platform",
-        "kernel_out_of_bounds", "backend_lacks_dtype", "past_compile_limit")
+        "kernel_out_of_bounds", "backend_lacks_dtype", "past_compile_limit", "xla_aborts_as_in_jax")
 # Saved cases whose seed's program can be pulled back end in this: their
 # replay judges vjp too.
 VJP_SUFFIX = "_vjp"
@@ -578,6 +582,39 @@ def _failed(stage: str, e: Exception, cj) -> tuple[str, str]:
   return "fails_in_jax", f"{stage}: {type(e).__name__}: {str(e)[:1500]}"
 
 
+def _known_xla_abort(data: bytes) -> bool:
+  """Whether the case's program meets an XLA bug that aborts the process
+  compiling it, as it aborts for the same program written in JAX: a while
+  loop whose body adds a carried value to itself (`i + i`) fails a CHECK in
+  the trip count analysis of jaxlib 0.10's XLA (openxla/xla#47384, fixed in
+  0.11). No loader can refuse every program that XLA simplifies to that, so
+  the README and docs/untrusted.md say to compile untrusted programs in a
+  process of their own (jp.run_isolated). Judged in the parent after its
+  worker died of SIGABRT (loading is safe here; nothing is compiled)."""
+  import jaxlib
+  from jaxpr_proto import compat
+  if compat.parse_version(jaxlib.__version__)[:2] >= (0, 11):
+    return False
+  try:
+    cj = _closed(jp.loads(data))
+  except Exception:
+    return False
+
+  def doubles_a_counter(eqn) -> bool:
+    if eqn.primitive.name != "while":
+      return False
+    body = eqn.params["body_jaxpr"].jaxpr
+    carried = body.invars[eqn.params["body_nconsts"]:]
+    made = {id(e.outvars[0]): e for e in body.eqns if len(e.outvars) == 1}
+    for k, out in enumerate(body.outvars):
+      e = made.get(id(out))
+      if (e is not None and e.primitive.name == "add" and k < len(carried)
+          and all(x is carried[k] for x in e.invars)):
+        return True
+    return False
+  return _any_eqn(cj.jaxpr, doubles_a_counter)
+
+
 def _for_other_platforms(eqn) -> bool:
   """A platform_index with no branch for this backend and no default."""
   import jax
@@ -777,10 +814,16 @@ class Runner:
       if self._executing.value == 1:  # XLA held it in a while loop (see _past_time_limit)
         return (*_RUNS_ON, bool(vjp))
       return "hang", "the worker did not answer", bool(vjp)
-    code = self._proc.exitcode if self._proc is not None else None
-    self._proc.join(5)
+    code = None
+    if self._proc is not None:
+      self._proc.join(5)  # (then its exit code is known: read before, it was often None)
+      code = self._proc.exitcode
     self._proc = None
     sig = -code if code is not None and code < 0 else None
+    if sig == signal.SIGABRT and _known_xla_abort(data):
+      return ("xla_aborts_as_in_jax", "XLA aborted compiling a while loop whose counter is added "
+              "to itself (openxla/xla#47384, jaxlib < 0.11), as for the program written in JAX",
+              bool(vjp))
     return "crash", (f"the worker died of signal {sig} ({signal.Signals(sig).name})"
                      if sig else f"the worker exited with {code}"), bool(vjp)
 
