@@ -170,11 +170,12 @@ def test_a_value_of_an_unknown_family_is_refused_with_its_path():
 def test_widen_admits_each_family_whole():
   families = {"precision": {"None": None, "tuple": {"enum:Precision": None},
                             "enum:DotAlgorithmPreset": None},
-              "sharding": {"obj:NamedSharding": None, "obj:UnspecifiedValue": None}}
+              "sharding": {"obj:NamedSharding": None, "obj:SingleDeviceSharding": None}}
   schemas = {
       "dot_general": {"precision": {"None": None, "tuple": {"enum:Precision": None}},
                       "dimension_numbers": {"tuple": {"tuple": {"int": None}}}},
-      "jit": {"in_shardings": {"tuple": {"obj:UnspecifiedValue": None}}},
+      "jit": {"in_shardings": {"tuple": {"obj:UnspecifiedValue": None, "obj:NamedSharding": None}},
+              "out_shardings": {"tuple": {"obj:UnspecifiedValue": None}}},
       "sharding_constraint": {"sharding": {"obj:NamedSharding": None}},
       "broadcast_in_dim": {"sharding": {"None": None}, "shape": {"tuple": {"int": None}}},
       "reduce_sum": {"axes": {"tuple": {"int": None}}, "out_sharding": {"None": None}},
@@ -182,7 +183,10 @@ def test_widen_admits_each_family_whole():
   param_names.widen(schemas, families)
   assert "enum:DotAlgorithmPreset" in schemas["dot_general"]["precision"]
   assert schemas["dot_general"]["dimension_numbers"] == {"tuple": {"tuple": {"int": None}}}
-  assert "obj:NamedSharding" in schemas["jit"]["in_shardings"]["tuple"]
+  assert "obj:SingleDeviceSharding" in schemas["jit"]["in_shardings"]["tuple"]
+  # UNSPECIFIED stands for no value: alone, it makes no family
+  assert schemas["jit"]["out_shardings"] == {"tuple": {"obj:UnspecifiedValue": None}}
+  assert "obj:UnspecifiedValue" not in schemas["sharding_constraint"]["sharding"]
   # by name: broadcast_in_dim's sharding, as sharding_constraint's
   assert "obj:NamedSharding" in schemas["broadcast_in_dim"]["sharding"]
   # a param of another name, left None, stays so
@@ -253,3 +257,43 @@ def test_an_offloading_policy_to_an_unknown_memory_kind_is_refused():
   with pytest.raises(jp.DecodeError, match="offload_dst must be one of the memory kinds") as e:
     jp.loads(m.SerializeToString())
   assert e.value.path.endswith("params.policy.offload_dst")
+
+
+# --- placements that fit, and only where JAX takes them -----------------------------
+
+def _with_params(cj, **params):
+  e = cj.jaxpr.eqns[0]
+  return cj.replace(jaxpr=cj.jaxpr.replace(
+      eqns=[e.replace(params={**e.params, **params}), *cj.jaxpr.eqns[1:]]))
+
+
+def test_a_placement_must_fit_its_value_and_be_one_jax_takes_there():
+  """A jit's in_shardings of a spec past its operand's rank (device fuzz seed
+  811: JAX's lowering failed), a sharding_constraint to UNSPECIFIED (only jit
+  takes it) or over an abstract mesh (a type's sharding, not a placement):
+  each loaded and then failed inside JAX; each is refused with its path."""
+  from jax._src import sharding_impls  # (UNSPECIFIED has no public name)
+  mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+  x = np.ones(4, np.float32)
+  named = NamedSharding(mesh, P("x"))
+  jit = jax.make_jaxpr(lambda v: jax.jit(lambda y: y * 2, in_shardings=named)(v))(x)
+  constraint = jax.make_jaxpr(lambda v: jax.lax.with_sharding_constraint(v, named))(x)
+  cases = [
+      (_with_params(jit, in_shardings=(NamedSharding(mesh, P("x", None)),)),
+       "eqn[0].params.in_shardings", r"in_shardings\[0\] does not fit float32\[4\]"),
+      (_with_params(jit, in_shardings=(NamedSharding(mesh.abstract_mesh, P("x")),)),
+       "eqn[0].params.in_shardings", "a NamedSharding@AbstractMesh where it takes"),
+      (_with_params(constraint, sharding=sharding_impls.UNSPECIFIED),
+       "eqn[0].params.sharding", "a UnspecifiedValue where it takes"),
+      (_with_params(constraint, sharding=NamedSharding(mesh.abstract_mesh, P("x"))),
+       "eqn[0].params.sharding", "a NamedSharding@AbstractMesh where it takes"),
+  ]
+  for bad, path, match in cases:
+    with pytest.raises(jp.DecodeError, match=match) as e:
+      jp.loads(jp.dumps(bad))
+    assert e.value.path == path
+  # the same eqns with placements that fit load and run
+  for good in (_with_params(jit, in_shardings=(SingleDeviceSharding(jax.devices()[0]),)),
+               _with_params(constraint, sharding=SingleDeviceSharding(jax.devices()[0]))):
+    np.testing.assert_array_equal(jax.jit(jaxpr_as_fun(jp.loads(jp.dumps(good))))(x),
+                                  jax.jit(jaxpr_as_fun(good))(x))

@@ -196,13 +196,14 @@ def _families() -> dict[str, dict]:
   from jaxpr_proto.check import param_schema
   from jaxpr_proto.codec import values
   meshes = [jax.make_mesh((1,), ("x",), axis_types=(t,)) for t in jax.sharding.AxisType]
-  meshes += [m.abstract_mesh for m in meshes]
   precisions = [None, *lax.Precision, *[(a, b) for a in lax.Precision for b in lax.Precision],
                 *lax.DotAlgorithmPreset, "highest", "bfloat16", "F32_F32_F32",
                 lax.DotAlgorithm(np.float32, np.float32, np.float32),
                 lax.DotAlgorithm(jax.numpy.bfloat16, jax.numpy.bfloat16, np.float32, 3, 3, 6, True)]
   examples = {
-      "sharding": [compat.UNSPECIFIED, SingleDeviceSharding(jax.devices()[0]),
+      # Placements: a sharding over devices (over an abstract mesh, it is a
+      # type's sharding, of params seen holding one).
+      "sharding": [SingleDeviceSharding(jax.devices()[0]),
                    *[NamedSharding(m, spec) for m in meshes for spec in (P(), P("x"), P(None))]],
       "precision": [canonicalize_precision(p) for p in precisions],
       "accuracy": [None, *lax.AccuracyMode, lax.Tolerance(atol=1e-3, rtol=1e-3, ulps=2)],
@@ -233,10 +234,15 @@ class _ProbeEncoder:
     return values.encode(self, v, path)
 
 
+# Kinds that stand for "no value" in any family: None, a param left out, and
+# jit's UNSPECIFIED sharding (which only jit takes: no family admits it).
+_NO_VALUE = ("None", "absent", "obj:UnspecifiedValue")
+
+
 def _within(tree: dict, family: dict) -> bool:
-  """Whether every value `tree` admits is a member of `family` (None aside),
-  and it admits one at least."""
-  kinds = [k for k in tree if k not in ("None", "absent")]
+  """Whether every value `tree` admits is a member of `family` (no value
+  aside), and it admits one at least."""
+  kinds = [k for k in tree if k not in _NO_VALUE]
   if not kinds:
     return False
   for k in kinds:
@@ -250,7 +256,7 @@ def _within(tree: dict, family: dict) -> bool:
 def widen(schemas: dict, families: dict) -> None:
   """Kinds by meaning: a param tree (or the element tree of one) whose values
   are all members of a family admits the whole family: a jit's in_shardings
-  seen only UNSPECIFIED admits every Sharding the codec writes, a precision
+  seen with one NamedSharding admits every placement the codec writes, a precision
   seen only as Precision pairs admits each DotAlgorithmPreset. A param left
   None wherever it was seen admits the families its name holds in other
   primitives (broadcast_in_dim's `sharding`, as sharding_constraint's).
@@ -276,7 +282,7 @@ def widen(schemas: dict, families: dict) -> None:
       visit(tree, name)
   for s in schemas.values():
     for name, tree in s.items():
-      if by_name.get(name) and not [k for k in tree if k not in ("None", "absent")]:
+      if by_name.get(name) and not [k for k in tree if k not in _NO_VALUE]:
         for family in sorted(by_name[name]):
           param_schema.merge(tree, families[family])
 

@@ -303,7 +303,36 @@ def _jit(eqn, *, jaxpr, in_shardings, out_shardings, in_layouts, out_layouts,
                       ("out_layouts", out_layouts, n_out)):
     if len(v) != n:
       yield param, f"{param} has {len(v)} entries for {n} {param.split('_')[0]}puts"
+  yield from _shardings_fit("in_shardings", in_shardings, eqn.invars)
+  yield from _shardings_fit("out_shardings", out_shardings, eqn.outvars)
   yield from _jaxpr_fits("jaxpr", jaxpr, _avals(eqn.invars), _avals(eqn.outvars))
+
+
+def _shardings_fit(param, shardings, variables):
+  """Each Sharding of `shardings` (one per variable) fits its variable's
+  shape, as JAX checks when it traces (`check_compatible_aval`); its lowering
+  fails on one that does not (a spec of rank 1 on a scalar)."""
+  for k, (s, v) in enumerate(zip(shardings, variables)):
+    yield from _sharding_fits(param, f"{param}[{k}]", s, v)
+
+
+def _sharding_fits(param, what, s, v):
+  check = getattr(s, "check_compatible_aval", None)
+  shape = getattr(v.aval, "shape", None)
+  if check is None or shape is None:
+    return
+  try:
+    check(shape)
+  except ValueError as e:
+    yield param, f"{what} does not fit {v.aval.str_short()}: {' '.join(str(e).split())[:200]}"
+
+
+def _one_sharding(param):
+  """A rule for a primitive whose one `param` is its output's sharding."""
+  def rule(eqn, **params):
+    if len(eqn.outvars) == 1:
+      yield from _sharding_fits(param, param, params.get(param), eqn.outvars[0])
+  return rule
 
 
 def _reducer(param, n_operands):
@@ -959,6 +988,7 @@ def _device_put(eqn, *, devices, srcs, copy_semantics, **_):
   for param, v in (("devices", devices), ("srcs", srcs), ("copy_semantics", copy_semantics)):
     if len(v) != n:
       yield param, f"{param} has {len(v)} entries for {n} operands"
+  yield from _shardings_fit("devices", devices, eqn.outvars)
 
 
 def _random_wrap(eqn, *, impl, **_):
@@ -1270,6 +1300,8 @@ RULES = {
     "convert_element_type": _convert_element_type,
     "composite": _composite,
     "device_put": _device_put,
+    "sharding_constraint": _one_sharding("sharding"),
+    "reshard": _one_sharding("dst_sharding"),
     "cond": _cond,
     "approx_top_k": _approx_top_k,
     "reduce": _reduce,

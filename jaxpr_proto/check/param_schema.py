@@ -46,7 +46,7 @@ def kind(v) -> str:
   """The kind of a param value: a scalar's or sequence's type name, `dtype`,
   `type` (a NumPy scalar type), `enum:`/`rec:` and a class name, `prim:` and
   a primitive's name, `ClosedJaxpr` or `Jaxpr`, else `obj:` and the class
-  name."""
+  name (`obj:NamedSharding@AbstractMesh` for one over an abstract mesh)."""
   t = type(v)
   k = _SCALARS.get(t) or _SEQUENCES.get(t)
   if k:
@@ -65,6 +65,10 @@ def kind(v) -> str:
     return "Jaxpr"
   if _record_fields(v) is not None:
     return f"rec:{t.__qualname__}"
+  if t is compat.NamedSharding and isinstance(v.mesh, compat.AbstractMesh):
+    # a type's sharding (under an explicit mesh), never a placement: jit and
+    # sharding_constraint fail to lower one
+    return "obj:NamedSharding@AbstractMesh"
   return f"obj:{t.__qualname__}"
 
 
