@@ -40,7 +40,7 @@ def handles(path) -> bool:
 def cmd_convert(args) -> int:
   ext = os.path.splitext(args.output)[1].lower()
   with progress_for([args.input], 3) as progress:
-    _, program = read_program(args.input, progress)
+    _, program = read_program(args.input, progress, keep_function=True)
     progress.stage(f"converting to {ext}")
     if ext == ONNX:
       data = onnx_model(program, args.poly).SerializeToString()

@@ -37,21 +37,26 @@ def read_module(path, progress: Progress | None = None):
     return files.read_module(path)
 
 
-def decode(m, path, progress: Progress | None = None, unresolved: str = "error"):
+def decode(m, path, progress: Progress | None = None, unresolved: str = "error",
+           keep_function: bool = False):
   """Module (read from `path`) -> ClosedJaxpr (a jp.Function's, for a file
-  that holds one); `unresolved` as for jp.decode (the commands that only
-  show a program take placeholders)."""
+  that holds one, unless `keep_function`: convert writes its signature);
+  `unresolved` as for jp.decode (the commands that only show a program take
+  placeholders)."""
   with _naming_file(path):
     if progress is not None:
       progress.stage(f"decoding {os.path.basename(path)}")
     out = jaxpr_proto.decode(m, external=external.Folder.beside(path), unresolved=unresolved)
-  return out.closed_jaxpr if isinstance(out, jaxpr_proto.Function) else out
+  if isinstance(out, jaxpr_proto.Function) and not keep_function:
+    return out.closed_jaxpr
+  return out
 
 
-def read_program(path, progress: Progress | None = None, unresolved: str = "error"):
-  """-> (Module, ClosedJaxpr)."""
+def read_program(path, progress: Progress | None = None, unresolved: str = "error",
+                 keep_function: bool = False):
+  """-> (Module, ClosedJaxpr, or the Function with `keep_function`)."""
   m = read_module(path, progress)
-  return m, decode(m, path, progress, unresolved)
+  return m, decode(m, path, progress, unresolved, keep_function)
 
 
 # --- arrays for `run` ------------------------------------------------------------
