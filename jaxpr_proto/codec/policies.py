@@ -15,6 +15,7 @@ then failed under vjp (`'str' object is not callable`, issue 30).
 """
 from __future__ import annotations
 
+import dataclasses
 
 from jaxpr_proto import compat
 
@@ -24,12 +25,37 @@ from jaxpr_proto import compat
 OFFLOAD_SRC = ("device",)
 OFFLOAD_DST = ("device", "pinned_host", "unpinned_host")
 
-# The record classes' fields, each a (type check, what it must be).
-_RECORD_FIELDS = {
-    "DotsSaveable": {"only_if_no_batch_dims": (lambda v: type(v) is bool, "a bool")},
-    "SaveOnlyTheseNames": {"saveable_names": (lambda v: _names(v), "a frozenset of str")},
-    "SaveAnyNamesButThese": {"names": (lambda v: _names(v), "a frozenset of str")},
+def _kind_of(allowed):
+  return (lambda v: type(v) is str and v in allowed,
+          f"one of the memory kinds {', '.join(allowed)}")
+
+
+# What each field of a policy (a record's, or a factory's argument) must be,
+# by its name: (check, what it must be).
+_FIELDS = {
+    "only_if_no_batch_dims": (lambda v: type(v) is bool, "a bool"),
+    **{name: (lambda v: _names(v), "a frozenset of str")
+       for name in ("saveable_names", "names", "names_which_can_be_saved",
+                    "names_which_can_be_offloaded")},
+    "offload_src": _kind_of(OFFLOAD_SRC),
+    "offload_dst": _kind_of(OFFLOAD_DST),
 }
+
+# JAX's policy records (JAX 0.10-0.11), and whether each offloads (and so
+# returns no bool, as save_from_both_policies needs).
+_RECORDS = {"DotsSaveable": False, "SaveOnlyTheseNames": False, "SaveAnyNamesButThese": False,
+            "OffloadDotWithNoBatchDims": True, "SaveAndOffloadOnlyTheseNames": True}
+
+# The factories whose closures offload (JAX 0.9, 0.12, and 0.10's).
+_OFFLOADING = ("jax::offload_dot_with_no_batch_dims", "jax::save_and_offload_only_these_names")
+_NO_BOOL = "an offloading policy returns no bool, as save_from_both_policies needs"
+
+
+def _field_problem(field, v) -> str | None:
+  ok, what = _FIELDS.get(field, (None, None))
+  if ok is not None and not ok(v):
+    return f"must be {what}, got {_describe(v)}"
+  return None
 
 
 def _names(v) -> bool:
@@ -48,19 +74,21 @@ def problem(v, boolean: bool = False) -> str | None:
   if v is p.everything_saveable or v is p.nothing_saveable:
     return None
   cls = type(v)
-  fields = _RECORD_FIELDS.get(cls.__name__)
-  if fields is not None and cls.__module__ == "jax._src.ad_checkpoint":
-    for field, (ok, what) in fields.items():
-      if not ok(getattr(v, field, None)):
-        return f"{cls.__name__}'s {field} must be {what}, got {_describe(getattr(v, field, None))}"
-    return None
+  offloads = _RECORDS.get(cls.__name__)
+  if offloads is not None and cls.__module__ == "jax._src.ad_checkpoint":
+    for f in dataclasses.fields(v):
+      field, x = f.name, getattr(v, f.name)
+      why = _field_problem(field, x)
+      if why:
+        return f"{cls.__name__}'s {field} {why}"
+    return _NO_BOOL if boolean and offloads else None
   if compat.policy_record(v) is not None:  # (JAX 0.9, 0.12: the records as closures)
     return None
   factory = compat.policy_factory_of(v)
   if factory == "jax::save_from_both_policies":
     return None  # (its two policies were checked when it was built: build_problem)
   if factory in _OFFLOADING:
-    return "an offloading policy returns no bool, as save_from_both_policies needs" if boolean else None
+    return _NO_BOOL if boolean else None
   return f"not a remat policy: {_describe(v)}"
 
 
@@ -72,16 +100,9 @@ def build_problem(codec: str, fields: dict) -> tuple[str, str] | None:
       why = problem(fields[field], boolean=True)
       if why:
         return field, why
-  elif codec in _OFFLOADING:
-    for field, allowed in (("offload_src", OFFLOAD_SRC), ("offload_dst", OFFLOAD_DST)):
-      v = fields[field]
-      if type(v) is not str or v not in allowed:
-        return field, f"must be one of the memory kinds {', '.join(allowed)}, got {_describe(v)}"
-    for field in ("names_which_can_be_saved", "names_which_can_be_offloaded"):
-      if field in fields and not _names(fields[field]):
-        return field, f"must be a frozenset of str, got {_describe(fields[field])}"
+  else:
+    for field, v in fields.items():
+      why = _field_problem(field, v)
+      if why:
+        return field, why
   return None
-
-
-# The factories whose policies offload residuals (and return no bool).
-_OFFLOADING = ("jax::offload_dot_with_no_batch_dims", "jax::save_and_offload_only_these_names")

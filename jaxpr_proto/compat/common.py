@@ -310,16 +310,30 @@ def policy_factories() -> dict[str, tuple]:
   return out
 
 
+@functools.cache
+def _policy_codes() -> dict:
+  """{code object: factory name} of the closures policy_factories build: a
+  function defined in the factory (a constant of its code), or the one a
+  call with None arguments returns (JAX 0.11's offload_dot_with_no_batch_dims
+  builds it in a helper)."""
+  import types
+  out = {}
+  for name, (factory, argnames) in policy_factories().items():
+    for c in factory.__code__.co_consts:
+      if isinstance(c, types.CodeType):
+        out[c] = name
+    try:
+      probe = factory(**dict.fromkeys(argnames))
+    except Exception:  # a factory that reads its arguments (names into a set)
+      continue
+    if isinstance(probe, types.FunctionType):
+      out.setdefault(probe.__code__, name)
+  return out
+
+
 def policy_factory_of(fn) -> str | None:
-  """The name (in policy_factories) of the factory whose closure `fn` is:
-  its code is a constant of the factory's code."""
-  code = getattr(fn, "__code__", None)
-  if code is None:
-    return None
-  for name, (factory, _) in policy_factories().items():
-    if code in factory.__code__.co_consts:
-      return name
-  return None
+  """The name (in policy_factories) of the factory whose closure `fn` is."""
+  return _policy_codes().get(getattr(fn, "__code__", None))
 
 
 def symbolic_constraints(scope) -> list[str]:
