@@ -39,13 +39,14 @@ VERDICTS = ("ok", "jax_fails", "save_fails", "load_fails", "prints_differently",
 
 
 def harnesses(per_group: int | None = None, contains: str | None = None) -> list:
-  """The harnesses JAX runs on this backend, in JAX's order; with `per_group`,
-  only the first N of each group."""
+  """The harnesses JAX runs on this backend, by name; with `per_group`, only
+  the first N of each group. (By name, not in JAX's order: JAX defines some
+  over sets of dtypes, whose order differs from process to process.)"""
   import jax
   from jax._src.internal_test_util import test_harnesses as th
   platform = jax.devices()[0].platform
   out, seen = [], collections.Counter()
-  for h in th.all_harnesses:
+  for h in sorted(th.all_harnesses, key=lambda h: h.fullname):
     if not h.filter(platform, one_containing=contains):
       continue
     if per_group is not None and seen[h.group_name] >= per_group:
