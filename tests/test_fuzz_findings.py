@@ -274,9 +274,25 @@ def _field(v, name):
   return f.value
 
 
+def _field_path(v, name):
+  """Where a hostile field `name` of the policy Value `v` is refused, by how
+  this JAX wrote the policy: an extension (a factory's closure, by its
+  arguments) is checked field by field as it is built; a record (JAX's
+  dataclass, which remat's check reads as a whole, or the record form of a
+  closure, which is checked as the closure is built from it) at the policy."""
+  assert v.WhichOneof("kind") in ("extension", "record"), v
+  return "eqn[0].params.policy" + (f".{name}" if v.HasField("extension") else "")
+
+
 def _differentiates(data):
   g = jax.extend.core.jaxpr_as_fun(jp.loads(data))
   return jax.jit(jax.grad(lambda x: g(x)[0].sum()))(np.ones((2, 2), np.float32))
+
+
+def _offloading(**kw):
+  return _CP.save_and_offload_only_these_names(**{
+      "names_which_can_be_saved": ["a"], "names_which_can_be_offloaded": ["b"],
+      "offload_src": "device", "offload_dst": "pinned_host", **kw})
 
 
 @pytest.mark.parametrize("policy", [
@@ -287,7 +303,9 @@ def _differentiates(data):
     _CP.save_from_both_policies(_CP.save_from_both_policies(_CP.nothing_saveable,
                                                             _CP.everything_saveable),
                                 _CP.dots_saveable),
+    _CP.save_from_both_policies(_CP.dots_saveable, _CP.nothing_saveable),
     _CP.offload_dot_with_no_batch_dims("device", "pinned_host"),
+    _offloading(),
 ], ids=lambda p: getattr(p, "__qualname__", type(p).__name__))
 def test_remat_policies_of_jax_load_and_differentiate(policy):
   m, _ = _remat_module(policy)
@@ -297,7 +315,12 @@ def test_remat_policies_of_jax_load_and_differentiate(policy):
 
 
 def _both():
-  return _remat_module(_CP.save_from_both_policies(_CP.dots_saveable, _CP.nothing_saveable))
+  """A save_from_both_policies closure, as an extension of its two policies
+  (JAX 0.12 returns one policy itself where the other is nothing_saveable or
+  everything_saveable: neither is here)."""
+  m, v = _remat_module(_CP.save_from_both_policies(_CP.dots_saveable, _CP.save_only_these_names("a")))
+  assert v.extension.codec == "jax::save_from_both_policies", v
+  return m, v
 
 
 def _set(v, **kind):
@@ -324,25 +347,40 @@ def test_save_from_both_policies_of_what_is_no_policy_is_refused(field, value, w
   raised `'str' object is not callable`."""
   m, v = _both()
   _set(_field(v, field), **value)
-  e = _refused(m, f"eqn[0].params.policy.{field}", why)
+  e = _refused(m, _field_path(v, field), why)
   assert e.message.startswith("jax::save_from_both_policies's " + field)
 
 
-def test_save_from_both_policies_of_an_offloading_policy_is_refused():
+@pytest.mark.parametrize("offloading", [
+    _CP.offload_dot_with_no_batch_dims("device", "pinned_host"), _offloading()],
+    ids=["offload_dot_with_no_batch_dims", "save_and_offload_only_these_names"])
+def test_save_from_both_policies_of_an_offloading_policy_is_refused(offloading):
   """JAX's save_from_both_policies raises at vjp where a policy returns no
-  bool (as for a user's program): refused on load."""
+  bool (as for a user's program): refused on load, whether this JAX writes
+  the offloading policy as an extension (JAX 0.10, 0.12) or a record (0.11)."""
   m, v = _both()
-  _, offload = _remat_module(_CP.offload_dot_with_no_batch_dims("device", "pinned_host"))
-  _set(_field(v, "policy_2"), extension=offload.extension)
-  _refused(m, "eqn[0].params.policy.policy_2", "returns no bool")
+  _, offload = _remat_module(offloading)
+  _field(v, "policy_2").CopyFrom(offload)
+  _refused(m, _field_path(v, "policy_2"), "returns no bool")
 
 
 @pytest.mark.parametrize("field, value", [("offload_src", "pinned_host"), ("offload_dst", "gpu"),
                                           ("offload_dst", 3)])
-def test_offloading_to_what_is_no_memory_kind_is_refused(field, value):
-  m, v = _remat_module(_CP.offload_dot_with_no_batch_dims("device", "pinned_host"))
+@pytest.mark.parametrize("policy", [
+    _CP.offload_dot_with_no_batch_dims("device", "pinned_host"), _offloading()],
+    ids=["offload_dot_with_no_batch_dims", "save_and_offload_only_these_names"])
+def test_offloading_to_what_is_no_memory_kind_is_refused(policy, field, value):
+  m, v = _remat_module(policy)
   _set(_field(v, field), **({"str": value} if isinstance(value, str) else {"int": value}))
-  _refused(m, f"eqn[0].params.policy.{field}", "must be one of the memory kinds")
+  e = _refused(m, _field_path(v, field), "must be one of the memory kinds")
+  assert f"{field} must be one of the memory kinds" in e.message
+
+
+@pytest.mark.parametrize("field", ["names_which_can_be_saved", "names_which_can_be_offloaded"])
+def test_offloading_names_of_other_types_are_refused(field):
+  m, v = _remat_module(_offloading())
+  _set(_field(v, field), str="b")
+  _refused(m, _field_path(v, field), f"{field} must be a frozenset of str, got str 'b'")
 
 
 def test_a_remat_policy_that_is_another_function_is_refused():
@@ -352,14 +390,26 @@ def test_a_remat_policy_that_is_another_function_is_refused():
 
 
 @pytest.mark.parametrize("policy, field, value, why", [
-    (_CP.save_only_these_names("a"), "saveable_names", dict(int=5), "a frozenset of str"),
-    (_CP.save_any_names_but_these("a"), "names", dict(str="a"), "a frozenset of str"),
-    (_CP.dots_saveable, "only_if_no_batch_dims", dict(str="x"), "a bool"),
+    (_CP.save_only_these_names("a"), "saveable_names", dict(int=5), "a frozenset of str, got int 5"),
+    (_CP.save_any_names_but_these("a"), "names", dict(str="a"), "a frozenset of str, got str 'a'"),
+    (_CP.dots_saveable, "only_if_no_batch_dims", dict(str="x"), "a bool, got str 'x'"),
+    (_CP.dots_with_no_batch_dims_saveable, "only_if_no_batch_dims", dict(int=1), "a bool, got int 1"),
 ])
 def test_policy_records_of_other_field_types_are_refused(policy, field, value, why):
+  """JAX 0.12 builds these records as closures, which take any iterable (a
+  str as its letters) and any truth value: refused there as in 0.10-0.11."""
   m, v = _remat_module(policy)
+  assert v.HasField("record"), v
   _set(_field(v, field), **value)
-  _refused(m, "eqn[0].params.policy", why)
+  _refused(m, _field_path(v, field), f"{field} must be {why}")
+
+
+def test_a_policy_record_of_other_fields_is_refused():
+  m, v = _remat_module(_CP.save_only_these_names("a"))
+  v.record.fields.add(name="names").value.CopyFrom(_field(v, "saveable_names"))
+  with pytest.raises(jp.DecodeError) as e:
+    jp.loads(m.SerializeToString())
+  assert e.value.path == "eqn[0].params.policy" and not isinstance(e.value, jp.InternalError)
 
 
 # --- 6. counts checked before anything is done per item ---------------------------

@@ -5,13 +5,23 @@ the remat's jaxpr (under `vjp`, `grad`, `linearize`), as
 `policy(prim, *avals, **params)`. A file names one as JAX's
 `checkpoint_policies` build it: a singleton (`everything_saveable`), a
 record (`DotsSaveable`, `SaveOnlyTheseNames`, `SaveAnyNamesButThese` in JAX
-0.10-0.11; closures in 0.9 and 0.12) or a closure written by its factory's
-arguments (`save_from_both_policies(policy_1, policy_2)`,
+0.10-0.11, and `OffloadDotWithNoBatchDims`, `SaveAndOffloadOnlyTheseNames`
+in 0.11; JAX 0.9 and 0.12 build the first three as closures, written in
+their record form) or a closure written by its factory's arguments
+(`save_from_both_policies(policy_1, policy_2)`,
 `offload_dot_with_no_batch_dims(offload_src, offload_dst)`,
 `save_and_offload_only_these_names(...)`: an extension, see
 codec/extensions.py). Decoding builds those, so each is checked here
 before JAX meets it: a `save_from_both_policies` of two strings loaded and
 then failed under vjp (`'str' object is not callable`, issue 30).
+
+Where a hostile field is refused follows the encoding: an extension's
+fields one by one as it is built (build_problem; the path names the
+field); JAX's dataclass record as a whole by remat's check (problem; the
+path names the policy); the record form of a closure as the closure is
+built from it (compat.closure_policy, which takes the fields only as the
+record holds them: the factories take any iterable, a str as its letters,
+and any truth value; the path names the policy).
 """
 from __future__ import annotations
 
@@ -41,8 +51,8 @@ _FIELDS = {
     "offload_dst": _kind_of(OFFLOAD_DST),
 }
 
-# JAX's policy records (JAX 0.10-0.11), and whether each offloads (and so
-# returns no bool, as save_from_both_policies needs).
+# JAX's policy records (JAX 0.10-0.11; the two that offload 0.11's alone), and
+# whether each offloads (and so returns no bool, as save_from_both_policies needs).
 _RECORDS = {"DotsSaveable": False, "SaveOnlyTheseNames": False, "SaveAnyNamesButThese": False,
             "OffloadDotWithNoBatchDims": True, "SaveAndOffloadOnlyTheseNames": True}
 
@@ -82,8 +92,8 @@ def problem(v, boolean: bool = False) -> str | None:
       if why:
         return f"{cls.__name__}'s {field} {why}"
     return _NO_BOOL if boolean and offloads else None
-  if compat.policy_record(v) is not None:  # (JAX 0.9, 0.12: the records as closures)
-    return None
+  if compat.policy_record(v) is not None:  # (JAX 0.9, 0.12: the records as closures,
+    return None                           # their fields checked as built: closure_policy)
   factory = compat.policy_factory_of(v)
   if factory == "jax::save_from_both_policies":
     return None  # (its two policies were checked when it was built: build_problem)

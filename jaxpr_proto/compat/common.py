@@ -174,15 +174,36 @@ def policy_record(fn):
 
 
 def closure_policy(record_name: str):
-  """A builder (fields -> policy closure) for a policy record this JAX lacks, or None."""
+  """A builder (fields -> policy closure) for a policy record this JAX lacks,
+  or None. It takes each field only as the record holds it (a frozenset of
+  str, a bool), raising TypeError otherwise: the factories take any iterable
+  (a str as its letters) and any truth value."""
   p = checkpoint_policies
+
+  def field(f, name, ok, what):
+    if set(f) != {name}:
+      raise TypeError(f"needs the field {name}, got {sorted(f)}")
+    v = f[name]
+    if not ok(v):
+      r = repr(v)
+      raise TypeError(f"{name} must be {what}, got {type(v).__name__} "
+                      f"{r if len(r) < 60 else r[:57] + '...'}")
+    return v
+
+  def names(f, name):
+    return sorted(field(f, name, lambda v: type(v) is frozenset
+                        and all(type(n) is str for n in v), "a frozenset of str"))
+
+  def flag(f, name):
+    return field(f, name, lambda v: type(v) is bool, "a bool")
+
   return {
       "jax::ad_checkpoint.SaveOnlyTheseNames":
-          lambda f: p.save_only_these_names(*sorted(f["saveable_names"])),
+          lambda f: p.save_only_these_names(*names(f, "saveable_names")),
       "jax::ad_checkpoint.SaveAnyNamesButThese":
-          lambda f: p.save_any_names_but_these(*sorted(f["names"])),
+          lambda f: p.save_any_names_but_these(*names(f, "names")),
       "jax::ad_checkpoint.DotsSaveable":
-          lambda f: (p.dots_with_no_batch_dims_saveable if f["only_if_no_batch_dims"]
+          lambda f: (p.dots_with_no_batch_dims_saveable if flag(f, "only_if_no_batch_dims")
                      else p.dots_saveable),
   }.get(record_name)
 
