@@ -96,3 +96,28 @@ def js_node(whose: str, announce=None) -> str:
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
   return node
+
+
+def str_values(v):
+  """The str Values nested in a Value or TreeNode (of jaxpr_pb2)."""
+  stack = [v]
+  while stack:
+    x = stack.pop()
+    if type(x).__name__ == "TreeNode":
+      stack.extend(x.children)
+      stack.extend(x.keys)
+      if x.HasField("aux"):
+        stack.append(x.aux)
+      continue
+    kind = x.WhichOneof("kind")
+    if kind == "str":
+      yield x
+    elif kind in ("tuple", "list"):
+      stack.extend(getattr(x, kind).items)
+    elif kind == "dict":
+      stack.extend(e.value for e in x.dict.entries)
+      stack.extend(e.key for e in x.dict.entries)
+    elif kind in ("record", "extension"):
+      stack.extend(f.value for f in getattr(x, kind).fields)
+    elif kind == "treedef":
+      stack.append(x.treedef.root)

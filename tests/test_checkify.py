@@ -17,7 +17,7 @@ from jax.experimental import checkify
 
 import jaxpr_proto as jp
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from tests.helpers import run_json
+from tests.helpers import run_json, str_values
 
 # Inputs: good; a failed user check; an index out of bounds; a division by
 # zero; a NaN from log (each is the first error its input meets).
@@ -136,36 +136,11 @@ def _checked_module():
   return jp.encode(jp.trace(checkify.checkify(f))(jnp.float32(1)))
 
 
-def _strs(v):
-  """The str Values nested in a Value or TreeNode."""
-  stack = [v]
-  while stack:
-    x = stack.pop()
-    if isinstance(x, pb.TreeNode):
-      stack.extend(x.children)
-      stack.extend(x.keys)
-      if x.HasField("aux"):
-        stack.append(x.aux)
-      continue
-    kind = x.WhichOneof("kind")
-    if kind == "str":
-      yield x
-    elif kind in ("tuple", "list"):
-      stack.extend(getattr(x, kind).items)
-    elif kind == "dict":
-      stack.extend(e.value for e in x.dict.entries)
-      stack.extend(e.key for e in x.dict.entries)
-    elif kind in ("record", "extension"):
-      stack.extend(f.value for f in getattr(x, kind).fields)
-    elif kind == "treedef":
-      stack.append(x.treedef.root)
-
-
 @pytest.mark.parametrize("fmt", ["bad {0.__class__}", "bad {0[0]}", "bad {1}", "bad {secret}",
                                  "bad {0:{0}}", "bad {"])
 def test_message_formats_reaching_past_their_arguments_are_refused(fmt):
   m = _checked_module()
-  (s,) = [s for s in _strs(m.function.out_tree.root) if s.str == "bad {}"]
+  (s,) = [s for s in str_values(m.function.out_tree.root) if s.str == "bad {}"]
   s.str = fmt
   with pytest.raises(jp.DecodeError, match=r"function\.out_tree.*") as e:
     jp.decode(m)
@@ -174,7 +149,7 @@ def test_message_formats_reaching_past_their_arguments_are_refused(fmt):
 
 def test_error_effects_of_unknown_error_types_are_refused():
   m = _checked_module()
-  (s,) = [s for s in _strs(m.function.out_tree.root) if s.str == "FailedCheckError"][:1]
+  (s,) = [s for s in str_values(m.function.out_tree.root) if s.str == "FailedCheckError"][:1]
   s.str = "SystemExit"
   with pytest.raises(jp.DecodeError, match="error_type"):
     jp.decode(m)

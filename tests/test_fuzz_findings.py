@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from jax.experimental import checkify
 
 import jaxpr_proto as jp
+from tests.helpers import str_values
 from jaxpr_proto import compat
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
@@ -111,27 +112,8 @@ def _checked_module():
 
 def _format_value(m):
   """The str Value of the check's message format, in the function's output tree."""
-  stack = [m.function.out_tree.root]
-  while stack:
-    x = stack.pop()
-    if isinstance(x, pb.TreeNode):
-      stack.extend(x.children)
-      stack.extend(x.keys)
-      if x.HasField("aux"):
-        stack.append(x.aux)
-      continue
-    kind = x.WhichOneof("kind")
-    if kind == "str" and x.str == "bad {}":
-      return x
-    if kind in ("tuple", "list"):
-      stack.extend(getattr(x, kind).items)
-    elif kind == "dict":
-      stack.extend(e.value for e in x.dict.entries)
-    elif kind in ("record", "extension"):
-      stack.extend(f.value for f in getattr(x, kind).fields)
-    elif kind == "treedef":
-      stack.append(x.treedef.root)
-  raise AssertionError("no message format")
+  (s,) = [s for s in str_values(m.function.out_tree.root) if s.str == "bad {}"]
+  return s
 
 
 @pytest.mark.parametrize("fmt, why", [

@@ -126,28 +126,22 @@ def sparse_bcsr():
   return jax.make_jaxpr(f)(_dense(), _dense())
 
 
-# COO: fromdense, todense, matvec, matmat (and their transposes).
-@_probe
-def sparse_coo():
-  import jax
-  from jax.experimental import sparse
+# COO and CSR: fromdense, todense, matvec, matmat (and their transposes).
+def _sparse_format(name):
+  def probe():
+    import jax
+    from jax.experimental import sparse
 
-  def f(x, v, b):
-    m = sparse.COO.fromdense(x, nse=6)
-    return ((m @ v).sum() + (m @ b).sum() + (m.T @ v).sum() + m.todense().sum())
-  return jax.make_jaxpr(f)(_dense(), _dense()[0], _dense())
+    def f(x, v, b):
+      m = getattr(sparse, name).fromdense(x, nse=6)
+      return ((m @ v).sum() + (m @ b).sum() + (m.T @ v).sum() + m.todense().sum())
+    return jax.make_jaxpr(f)(_dense(), _dense()[0], _dense())
+  probe.__name__ = f"sparse_{name.lower()}"
+  return _probe(probe)
 
 
-# CSR: fromdense, todense, matvec, matmat (and their transposes).
-@_probe
-def sparse_csr():
-  import jax
-  from jax.experimental import sparse
-
-  def f(x, v, b):
-    m = sparse.CSR.fromdense(x, nse=6)
-    return ((m @ v).sum() + (m @ b).sum() + (m.T @ v).sum() + m.todense().sum())
-  return jax.make_jaxpr(f)(_dense(), _dense()[0], _dense())
+for _name in ("COO", "CSR"):
+  _sparse_format(_name)
 
 
 # sparse.todense (the generic todense primitive) on a BCOO, and its gradient.
