@@ -19,9 +19,9 @@ binds (a GPU kernel's, a sparse format's) is checked by its params' names:
 a param that other primitives have too admits what it admits in any of them
 (JAX names a param by its meaning: `axis_name`, `jaxpr`, `sharding`), and
 one of a name no primitive recorded admits any value the codec reads; JAX's
-own type rule then checks the names and types it takes. The relations between params that a type
-cannot say (counts against sub-jaxprs, axes against ranks) are in
-`param_rules`.
+own type rule then checks the names and types it takes. The relations
+between params that a type cannot say (counts against sub-jaxprs, axes
+against ranks) are in `param_rules`.
 """
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def merge(tree: dict, other: dict) -> None:
       merge(tree.setdefault(k, {}), sub)
 
 
-def by_name(param: str) -> dict | None:
+def tree_by_name(param: str) -> dict | None:
   """The tree of every value `param` holds in any recorded primitive (absent
   aside), or None for a name none has."""
   global _BY_NAME
@@ -195,7 +195,7 @@ def _errors_by_name(prim_name: str, params: dict):
   """The errors of a primitive without a schema: each param against what its
   name holds in the recorded primitives."""
   for name, v in params.items():
-    tree = by_name(name)
+    tree = tree_by_name(name)
     if tree is None:
       continue
     why = mismatch(tree, v)
