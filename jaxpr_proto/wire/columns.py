@@ -21,8 +21,9 @@ COLUMNS_FROM = 64
 # per operand: a file of 8 MB could give one eqn 2M operands, each cheap to
 # read and dear to check (JAX's type rule of `sin` looked at all 2M before
 # it found that sin takes one: 8 s). Far beyond real programs (a jit of a
-# model's parameters, a concatenate of many arrays: thousands).
-MAX_PER_EQN = 1 << 16
+# model's parameters, a concatenate of many arrays, an unstack: thousands),
+# and not below what XLA compiles: a million.
+MAX_PER_EQN = 1 << 20
 # The most params of one eqn: JAX's primitives have at most 11 (pallas_call).
 MAX_PARAMS_PER_EQN = 256
 

@@ -31,7 +31,7 @@ MAX_VALUE_DEPTH = 90  # below protobuf's own parse limit (100 nested messages)
 # anything is done per item: params hold an item per axis, per operand (an
 # eqn has at most columns.MAX_PER_EQN) or per branch; a file of 8 MB could
 # give one 2M items, each dear to check (13 s to refuse a 2M-axis reduce_sum).
-MAX_VALUE_ITEMS = 1 << 16
+MAX_VALUE_ITEMS = 1 << 20
 
 PROBLEM = "problem"
 
