@@ -299,3 +299,37 @@ def test_a_placement_must_fit_its_value_and_be_one_jax_takes_there():
                _with_params(constraint, sharding=SingleDeviceSharding(jax.devices()[0]))):
     np.testing.assert_array_equal(jax.jit(jaxpr_as_fun(jp.loads(jp.dumps(good))))(x),
                                   jax.jit(jaxpr_as_fun(good))(x))
+
+
+@pytest.mark.parametrize("policy, record", [
+    (jax.checkpoint_policies.offload_dot_with_no_batch_dims("device", "pinned_host"),
+     "jax::ad_checkpoint.OffloadDotWithNoBatchDims"),
+    (jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=["kept"], names_which_can_be_offloaded=["moved"],
+        offload_src="device", offload_dst="pinned_host"),
+     "jax::ad_checkpoint.SaveAndOffloadOnlyTheseNames"),
+], ids=["offload_dot", "save_and_offload"])
+def test_offloading_policy_records_of_jax_0_11_load_under_every_jax(policy, record):
+  """JAX 0.11 writes the offloading policies as records, which 0.10 and 0.12
+  build as closures: a file of either form loads under each release, and
+  differentiates as the original."""
+  from jaxpr_proto.v1 import jaxpr_pb2 as pb
+  f = jax.checkpoint(lambda x: jnp.sin(x @ x) @ x, policy=policy)
+  x = np.linspace(-1, 1, 4, dtype=np.float32).reshape(2, 2)
+  m = jp.encode(jax.make_jaxpr(f)(x))
+  v = next(p.value for p in m.params if p.name == "policy")
+  if v.HasField("extension"):  # JAX 0.10, 0.12: the factory's arguments; as 0.11 writes it
+    fields = list(v.extension.fields)
+    v.Clear()
+    v.record.type = record
+    for fld in fields:
+      v.record.fields.add().CopyFrom(fld)
+  assert v.record.type == record
+  loaded = jaxpr_as_fun(jp.loads(m.SerializeToString()))
+  np.testing.assert_allclose(jax.grad(lambda a: loaded(a)[0].sum())(x),
+                             jax.grad(lambda a: f(a).sum())(x), rtol=1e-6)
+  bad = next(f for f in v.record.fields if f.name == "offload_src")
+  bad.value.str = "pinned_host"
+  with pytest.raises(jp.DecodeError, match="offload_src must be one of the memory kinds") as e:
+    jp.loads(m.SerializeToString())
+  assert e.value.path.startswith(f"eqn[0].params.policy")

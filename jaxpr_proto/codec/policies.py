@@ -29,12 +29,6 @@ import dataclasses
 
 from jaxpr_proto import compat
 
-# The memory kinds that offload_dot_with_no_batch_dims may move residuals
-# between: JAX offloads from the device (it fails on `pinned_host` as the
-# source) to a memory kind that `core.mem_kind_to_space` reads.
-OFFLOAD_SRC = ("device",)
-OFFLOAD_DST = ("device", "pinned_host", "unpinned_host")
-
 def _kind_of(allowed):
   return (lambda v: type(v) is str and v in allowed,
           f"one of the memory kinds {', '.join(allowed)}")
@@ -47,8 +41,8 @@ _FIELDS = {
     **{name: (lambda v: _names(v), "a frozenset of str")
        for name in ("saveable_names", "names", "names_which_can_be_saved",
                     "names_which_can_be_offloaded")},
-    "offload_src": _kind_of(OFFLOAD_SRC),
-    "offload_dst": _kind_of(OFFLOAD_DST),
+    "offload_src": _kind_of(compat.OFFLOAD_SRC),
+    "offload_dst": _kind_of(compat.OFFLOAD_DST),
 }
 
 # JAX's policy records (JAX 0.10-0.11; the two that offload 0.11's alone), and

@@ -173,38 +173,53 @@ def policy_record(fn):
   return None
 
 
+# The memory kinds an offloading remat policy may move residuals between:
+# JAX offloads from the device (it fails on `pinned_host` as the source) to a
+# memory kind that `core.mem_kind_to_space` reads.
+OFFLOAD_SRC = ("device",)
+OFFLOAD_DST = ("device", "pinned_host", "unpinned_host")
+
+
 def closure_policy(record_name: str):
-  """A builder (fields -> policy closure) for a policy record this JAX lacks,
-  or None. It takes each field only as the record holds it (a frozenset of
-  str, a bool), raising TypeError otherwise: the factories take any iterable
+  """A builder (fields -> policy closure) for a policy record this JAX lacks
+  (JAX 0.10-0.11's records; JAX 0.11's offloading ones), or None. It takes
+  each field only as the record holds it (a frozenset of str, a bool, a
+  memory kind), raising TypeError otherwise: the factories take any iterable
   (a str as its letters) and any truth value."""
   p = checkpoint_policies
+  names = (lambda v: type(v) is frozenset and all(type(n) is str for n in v), "a frozenset of str")
+  flag = (lambda v: type(v) is bool, "a bool")
 
-  def field(f, name, ok, what):
-    if set(f) != {name}:
-      raise TypeError(f"needs the field {name}, got {sorted(f)}")
-    v = f[name]
-    if not ok(v):
-      r = repr(v)
-      raise TypeError(f"{name} must be {what}, got {type(v).__name__} "
-                      f"{r if len(r) < 60 else r[:57] + '...'}")
-    return v
+  def kind(allowed):
+    return (lambda v: type(v) is str and v in allowed,
+            f"one of the memory kinds {', '.join(allowed)}")
 
-  def names(f, name):
-    return sorted(field(f, name, lambda v: type(v) is frozenset
-                        and all(type(n) is str for n in v), "a frozenset of str"))
-
-  def flag(f, name):
-    return field(f, name, lambda v: type(v) is bool, "a bool")
+  def fields(f, **spec):
+    if set(f) != set(spec):
+      raise TypeError(f"needs the fields {sorted(spec)}, got {sorted(f)}")
+    for name, (ok, what) in spec.items():
+      if not ok(f[name]):
+        r = repr(f[name])
+        raise TypeError(f"{name} must be {what}, got {type(f[name]).__name__} "
+                        f"{r if len(r) < 60 else r[:57] + '...'}")
+    return f
 
   return {
       "jax::ad_checkpoint.SaveOnlyTheseNames":
-          lambda f: p.save_only_these_names(*names(f, "saveable_names")),
+          lambda f: p.save_only_these_names(*sorted(fields(f, saveable_names=names)["saveable_names"])),
       "jax::ad_checkpoint.SaveAnyNamesButThese":
-          lambda f: p.save_any_names_but_these(*names(f, "names")),
+          lambda f: p.save_any_names_but_these(*sorted(fields(f, names=names)["names"])),
       "jax::ad_checkpoint.DotsSaveable":
-          lambda f: (p.dots_with_no_batch_dims_saveable if flag(f, "only_if_no_batch_dims")
+          lambda f: (p.dots_with_no_batch_dims_saveable
+                     if fields(f, only_if_no_batch_dims=flag)["only_if_no_batch_dims"]
                      else p.dots_saveable),
+      "jax::ad_checkpoint.OffloadDotWithNoBatchDims":
+          lambda f: p.offload_dot_with_no_batch_dims(**fields(
+              f, offload_src=kind(OFFLOAD_SRC), offload_dst=kind(OFFLOAD_DST))),
+      "jax::ad_checkpoint.SaveAndOffloadOnlyTheseNames":
+          lambda f: p.save_and_offload_only_these_names(**fields(
+              f, names_which_can_be_saved=names, names_which_can_be_offloaded=names,
+              offload_src=kind(OFFLOAD_SRC), offload_dst=kind(OFFLOAD_DST))),
   }.get(record_name)
 
 
