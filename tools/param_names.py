@@ -65,6 +65,7 @@ are checked by name (param_schema.errors).
 
 def collect() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dict]]:
   sys.path.insert(0, str(ROOT / "tests"))
+  sys.path.insert(0, str(ROOT / "tools"))
   sys.path.insert(0, str(ROOT))
   import jax
   from jaxpr_proto import compat
@@ -89,7 +90,6 @@ def collect() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dic
       for s in compat.jaxprs_in_params(e.params):
         walk(s)
 
-  sys.path.insert(0, str(ROOT / "tools"))
   import param_probes  # tools/param_probes.py: JAX's primitives that neither harnesses nor corpus bind
   for make in [*_probes(), *param_probes.probes(), *_harness_programs()]:
     try:
@@ -178,8 +178,7 @@ def _harness_programs():
   backend (see tools/harnesses.py)."""
   import jax
   import numpy as np
-  sys.path.insert(0, str(ROOT / "tools"))
-  import harnesses
+  import harnesses  # tools/harnesses.py
   for h in harnesses.harnesses():
     yield lambda h=h: jax.make_jaxpr(h.dyn_fun)(*h.dyn_args_maker(np.random.RandomState(0)))
 
