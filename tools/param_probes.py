@@ -629,6 +629,15 @@ def _x(shape=(8, 128), dtype="float32"):
   return np.ones(shape, dtype)
 
 
+def _trace_kernel(pl, kernel):
+  """The jaxpr of a Mosaic pallas_call of `kernel` (one (8, 128) float32
+  operand and output), traced only: nothing lowers, so no TPU is needed."""
+  import jax
+  x = _x()
+  return jax.make_jaxpr(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                       interpret=False))(x)
+
+
 def _any(pl, pltpu):
   """The memory space of an operand left in HBM (pl.ANY, or pltpu.ANY)."""
   return getattr(pl, "ANY", None) or pltpu.ANY
@@ -741,8 +750,6 @@ def tpu_semaphores(pl, pltpu, jnp):
 # run_scoped (pl.run_scoped, and pl.with_scoped where present) with VMEM and a semaphore.
 @_tpu_probe
 def tpu_run_scoped(pl, pltpu, jnp):
-  import jax
-
   def kernel(x_ref, o_ref):
     def scoped(tmp, sem):
       tmp[...] = x_ref[...] * 2
@@ -753,9 +760,7 @@ def tpu_run_scoped(pl, pltpu, jnp):
     y = pl.run_scoped(lambda t: (t.__setitem__(Ellipsis, x_ref[...]), t[...])[1],
                       pltpu.VMEM((8, 128), jnp.float32))
     o_ref[...] += y
-  x = _x()
-  return jax.make_jaxpr(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                                       interpret=False))(x)
+  return _trace_kernel(pl, kernel)
 
 
 # emit_pipeline: an inner pipelined loop over HBM operands.
@@ -874,17 +879,13 @@ def tpu_prng_keys(pl, pltpu, jnp):
 # Tracing and timing helpers: trace_value, delay, touch (add_dependency), debug_check.
 @_tpu_probe
 def tpu_trace_delay_touch(pl, pltpu, jnp):
-  import jax
-
   def kernel(x_ref, o_ref):
     v = x_ref[0, 0]
     pltpu.trace_value("probe_value", v)
     pl.delay(100)
     o_ref[...] = x_ref[...]
     pltpu.touch(o_ref)
-  x = _x()
-  return jax.make_jaxpr(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                                       interpret=False))(x)
+  return _trace_kernel(pl, kernel)
 
 
 # Masked loads and stores (pltpu.load / pltpu.store with a mask).
@@ -896,9 +897,7 @@ def tpu_masked_load_store(pl, pltpu, jnp):
     mask = jax.lax.broadcasted_iota(jnp.int32, (8, 128), 1) < 64
     v = pltpu.load(x_ref, mask=mask)
     pltpu.store(o_ref, v * 2, mask=mask)
-  x = _x()
-  return jax.make_jaxpr(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                                       interpret=False))(x)
+  return _trace_kernel(pl, kernel)
 
 
 # Packing of narrow types: pack_elementwise / unpack_elementwise.
@@ -1003,29 +1002,21 @@ def tpu_memory_space_constraint(pl, pltpu, jnp):
 # Ref helpers in kernels: pl.broadcast_to, pl.get_global, pl.empty_ref_like.
 @_tpu_probe
 def tpu_ref_helpers(pl, pltpu, jnp):
-  import jax
-
   def kernel(x_ref, o_ref):
     o_ref[...] = pl.broadcast_to(x_ref[0:1, :], (8, 128)) if hasattr(pl, "broadcast_to") \
         else x_ref[...]
-  x = _x()
-  return jax.make_jaxpr(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                                       interpret=False))(x)
+  return _trace_kernel(pl, kernel)
 
 
 # A global semaphore (pl.get_global) signalled in a kernel.
 @_tpu_probe
 def tpu_get_global(pl, pltpu, jnp):
-  import jax
-
   def kernel(x_ref, o_ref):
     sem = pl.get_global(pltpu.SemaphoreType.REGULAR)
     pl.semaphore_signal(sem)
     pl.semaphore_wait(sem)
     o_ref[...] = x_ref[...]
-  x = _x()
-  return jax.make_jaxpr(pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                                       interpret=False))(x)
+  return _trace_kernel(pl, kernel)
 
 
 # ---------------------------------------------------------------------------
