@@ -29,22 +29,6 @@ import dataclasses
 
 from jaxpr_proto import compat
 
-def _kind_of(allowed):
-  return (lambda v: type(v) is str and v in allowed,
-          f"one of the memory kinds {', '.join(allowed)}")
-
-
-# What each field of a policy (a record's, or a factory's argument) must be,
-# by its name: (check, what it must be).
-_FIELDS = {
-    "only_if_no_batch_dims": (lambda v: type(v) is bool, "a bool"),
-    **{name: (lambda v: _names(v), "a frozenset of str")
-       for name in ("saveable_names", "names", "names_which_can_be_saved",
-                    "names_which_can_be_offloaded")},
-    "offload_src": _kind_of(compat.OFFLOAD_SRC),
-    "offload_dst": _kind_of(compat.OFFLOAD_DST),
-}
-
 # JAX's policy records (JAX 0.10-0.11; the two that offload 0.11's alone), and
 # whether each offloads (and so returns no bool, as save_from_both_policies needs).
 _RECORDS = {"DotsSaveable": False, "SaveOnlyTheseNames": False, "SaveAnyNamesButThese": False,
@@ -56,14 +40,10 @@ _NO_BOOL = "an offloading policy returns no bool, as save_from_both_policies nee
 
 
 def _field_problem(field, v) -> str | None:
-  ok, what = _FIELDS.get(field, (None, None))
+  ok, what = compat.POLICY_FIELDS.get(field, (None, None))
   if ok is not None and not ok(v):
     return f"must be {what}, got {_describe(v)}"
   return None
-
-
-def _names(v) -> bool:
-  return type(v) is frozenset and all(type(n) is str for n in v)
 
 
 def _describe(v) -> str:

@@ -180,24 +180,41 @@ OFFLOAD_SRC = ("device",)
 OFFLOAD_DST = ("device", "pinned_host", "unpinned_host")
 
 
+def _memory_kind(allowed):
+  return (lambda v: type(v) is str and v in allowed,
+          f"one of the memory kinds {', '.join(allowed)}")
+
+
+def _names(v) -> bool:
+  return type(v) is frozenset and all(type(n) is str for n in v)
+
+
+# What each field of a remat policy (a record's, or a factory's argument) must
+# be, by its name: (check, what it must be). codec/policies.py checks decoded
+# policies with it, closure_policy the records it builds closures of.
+POLICY_FIELDS = {
+    "only_if_no_batch_dims": (lambda v: type(v) is bool, "a bool"),
+    **{name: (_names, "a frozenset of str")
+       for name in ("saveable_names", "names", "names_which_can_be_saved",
+                    "names_which_can_be_offloaded")},
+    "offload_src": _memory_kind(OFFLOAD_SRC),
+    "offload_dst": _memory_kind(OFFLOAD_DST),
+}
+
+
 def closure_policy(record_name: str):
   """A builder (fields -> policy closure) for a policy record this JAX lacks
   (JAX 0.10-0.11's records; JAX 0.11's offloading ones), or None. It takes
-  each field only as the record holds it (a frozenset of str, a bool, a
-  memory kind), raising TypeError otherwise: the factories take any iterable
-  (a str as its letters) and any truth value."""
+  each field only as the record holds it (POLICY_FIELDS: a frozenset of str,
+  a bool, a memory kind), raising TypeError otherwise: the factories take any
+  iterable (a str as its letters) and any truth value."""
   p = checkpoint_policies
-  names = (lambda v: type(v) is frozenset and all(type(n) is str for n in v), "a frozenset of str")
-  flag = (lambda v: type(v) is bool, "a bool")
 
-  def kind(allowed):
-    return (lambda v: type(v) is str and v in allowed,
-            f"one of the memory kinds {', '.join(allowed)}")
-
-  def fields(f, **spec):
-    if set(f) != set(spec):
-      raise TypeError(f"needs the fields {sorted(spec)}, got {sorted(f)}")
-    for name, (ok, what) in spec.items():
+  def fields(f, *names):
+    if set(f) != set(names):
+      raise TypeError(f"needs the fields {sorted(names)}, got {sorted(f)}")
+    for name in names:
+      ok, what = POLICY_FIELDS[name]
       if not ok(f[name]):
         r = repr(f[name])
         raise TypeError(f"{name} must be {what}, got {type(f[name]).__name__} "
@@ -206,20 +223,19 @@ def closure_policy(record_name: str):
 
   return {
       "jax::ad_checkpoint.SaveOnlyTheseNames":
-          lambda f: p.save_only_these_names(*sorted(fields(f, saveable_names=names)["saveable_names"])),
+          lambda f: p.save_only_these_names(*sorted(fields(f, "saveable_names")["saveable_names"])),
       "jax::ad_checkpoint.SaveAnyNamesButThese":
-          lambda f: p.save_any_names_but_these(*sorted(fields(f, names=names)["names"])),
+          lambda f: p.save_any_names_but_these(*sorted(fields(f, "names")["names"])),
       "jax::ad_checkpoint.DotsSaveable":
           lambda f: (p.dots_with_no_batch_dims_saveable
-                     if fields(f, only_if_no_batch_dims=flag)["only_if_no_batch_dims"]
+                     if fields(f, "only_if_no_batch_dims")["only_if_no_batch_dims"]
                      else p.dots_saveable),
       "jax::ad_checkpoint.OffloadDotWithNoBatchDims":
-          lambda f: p.offload_dot_with_no_batch_dims(**fields(
-              f, offload_src=kind(OFFLOAD_SRC), offload_dst=kind(OFFLOAD_DST))),
+          lambda f: p.offload_dot_with_no_batch_dims(**fields(f, "offload_src", "offload_dst")),
       "jax::ad_checkpoint.SaveAndOffloadOnlyTheseNames":
           lambda f: p.save_and_offload_only_these_names(**fields(
-              f, names_which_can_be_saved=names, names_which_can_be_offloaded=names,
-              offload_src=kind(OFFLOAD_SRC), offload_dst=kind(OFFLOAD_DST))),
+              f, "names_which_can_be_saved", "names_which_can_be_offloaded",
+              "offload_src", "offload_dst")),
   }.get(record_name)
 
 
