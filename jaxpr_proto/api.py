@@ -41,7 +41,8 @@ def decode(module: pb.Module, *, typecheck: bool = True, external=None, callback
   program calls for this load, before those of `jp.register_callback`.
   `trust_pickled_code=True` unpickles callbacks saved as code
   (`pickle_functions=True`), which runs code from the file: only for files
-  you trust. Without it such a file is refused, and nothing is unpickled.
+  you trust. Without it such a file is refused (with unresolved="placeholder",
+  such a callback is a placeholder), and nothing is unpickled.
   `unresolved="placeholder"` loads a file that names primitives or callbacks
   this process lacks (a library not installed, a newer JAX): such eqns print
   and diff as the original and raise jp.UnresolvedError, naming the eqn, if

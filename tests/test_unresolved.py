@@ -4,6 +4,7 @@ unresolved="placeholder", a program that prints, checks structurally and
 diffs as the original, and raises jp.UnresolvedError naming the eqn when run."""
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -163,3 +164,113 @@ def test_cli_shows_what_it_cannot_run(written):
   assert code == 0 and "ok" in out, err
   assert got["diff F"][0] == 0
   assert got["info F"][0] == 0 and "mylib" in got["info F"][1]
+
+
+# --- callbacks saved as pickled code: placeholders, never unpickled -------------------
+
+# A module that exists only in the test's folder: importing it, which
+# unpickling either callback would do, appends to a marker file beside it.
+SIDE_EFFECT_MODULE = textwrap.dedent("""
+    import os
+    with open(os.path.join(os.path.dirname(__file__), "imported.txt"), "a") as f:
+      f.write("imported\\n")
+    def double(x):
+      return x * 2
+""")
+
+PICKLED_WRITER = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, os.path.dirname(sys.argv[1]))
+    import numpy as np, jax, jax.numpy as jnp
+    from jax.experimental import io_callback
+    import jaxpr_proto as jp
+    import sidefx_mod
+
+    def program(x):
+      f32 = jax.ShapeDtypeStruct(x.shape, x.dtype)
+      y = jax.pure_callback(lambda x: sidefx_mod.double(x) + 1, f32, x)
+      z = io_callback(sidefx_mod.double, f32, y, ordered=True)
+      return jnp.sin(z)
+
+    cj = jax.make_jaxpr(program)(np.arange(3, dtype=np.float32))
+    jp.save(cj, sys.argv[1], pickle_functions=True)
+    os.remove(os.path.join(os.path.dirname(sys.argv[1]), "imported.txt"))  # (this import's)
+    out = jax.jit(program)(np.arange(3, dtype=np.float32))
+    print(json.dumps({"text": str(cj), "out": np.asarray(out).tolist()}))
+""")
+
+PICKLED_READER = textwrap.dedent("""
+    import os, sys, json
+    folder = os.path.dirname(sys.argv[1])
+    sys.path.insert(0, folder)  # sidefx_mod importable: unpickling would import it
+    marker = os.path.join(folder, "imported.txt")
+    import numpy as np, jax
+    import jaxpr_proto as jp
+    from jaxpr_proto.check import checker
+    from jaxpr_proto.cli import jaxpr_diff
+    out = {}
+    try:
+      jp.load(sys.argv[1])
+    except jp.DecodeError as e:
+      out["strict"] = [e.path, e.message]
+    cj = jp.load(sys.argv[1], unresolved="placeholder")
+    out["text"] = str(cj)
+    out["structure"] = [list(e) for e in checker.check(sys.argv[1], placeholders=True).errors]
+    out["diff"] = jaxpr_diff.diff(cj, jp.load(sys.argv[1], unresolved="placeholder")).same
+    f = jax.extend.core.jaxpr_as_fun(cj)
+    for how, call in (("eager", f), ("jit", jax.jit(f))):
+      try:
+        call(np.ones(3, np.float32))
+      except jp.UnresolvedError as e:
+        out[how] = [e.path, e.message]
+    out["imported"] = os.path.exists(marker)
+    if sys.argv[2:] == ["trust"]:  # (the control: unpickling does import the module)
+      cj = jp.load(sys.argv[1], trust_pickled_code=True)
+      out["trusted"] = np.asarray(jax.jit(jax.extend.core.jaxpr_as_fun(cj))(
+          np.arange(3, dtype=np.float32))[0]).tolist()
+      out["imported_trusted"] = os.path.exists(marker)
+    print(json.dumps(out))
+""")
+
+
+@pytest.fixture(scope="module")
+def pickled(tmp_path_factory):
+  folder = tmp_path_factory.mktemp("pickled")
+  (folder / "sidefx_mod.py").write_text(SIDE_EFFECT_MODULE)
+  path = folder / "program.jaxpb"
+  wrote = run_json(PICKLED_WRITER, path)
+  assert not (folder / "imported.txt").exists()
+  return path, wrote
+
+
+def test_pickled_callbacks_open_as_placeholders_without_unpickling(pickled):
+  path, wrote = pickled
+  want_text = wrote["text"]
+  got = run_json(PICKLED_READER, path)
+  assert got["imported"] is False  # nothing of the file's code was unpickled
+  where, message = got["strict"]  # refused by default, saying how to open it
+  assert where == "eqn[0].params.callback"
+  assert "pickled code" in message and "trust_pickled_code=True" in message
+  assert "unresolved='placeholder'" in message
+  # Printed as the original but for the callbacks' functions, which say
+  # what they were and that they were not unpickled.
+  funcs = re.compile(r"callback_func=(<.*?>), in_tree=")
+  assert funcs.sub("F", got["text"]) == funcs.sub("F", want_text)
+  assert funcs.findall(got["text"]) == [
+      "<pickled callback __main__.program.<locals>.<lambda>, not unpickled>",
+      "<pickled callback sidefx_mod.double, not unpickled>"]
+  assert got["structure"] == [] and got["diff"] is True
+  for how in ("eager", "jit"):
+    where, message = got[how]
+    assert where == "eqn[0]" and "__main__.program.<locals>.<lambda>" in message
+    assert "was not unpickled" in message and "unresolved='placeholder'" in message
+
+
+def test_pickled_callbacks_run_when_trusted(pickled):
+  """The control of the test above: a trusting load unpickles, which
+  imports the module, and the program runs as the original."""
+  path, wrote = pickled
+  got = run_json(PICKLED_READER, path, "trust")
+  assert got["imported"] is False and got["imported_trusted"] is True
+  assert got["trusted"] == wrote["out"]  # (floats through JSON: bit for bit)
+  (path.parent / "imported.txt").unlink()

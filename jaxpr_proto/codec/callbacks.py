@@ -53,7 +53,8 @@ def _codec(prim_name):
     _check_call_tree(in_tree, static_args, prim_name, path)
     if "pickled" in fields:
       fn = _unpickled(dec, fields, path)
-      dec.bound_callbacks[f"<pickled at {path}>"] = fn
+      if not isinstance(fn, compat.UnresolvedCallback):
+        dec.bound_callbacks[f"<pickled at {path}>"] = fn
     else:
       name = fields.get("name")
       if not isinstance(name, str) or not names._CALLBACK_NAME.fullmatch(name):
@@ -82,15 +83,22 @@ def _pickled(fn, path) -> bytes:
 
 def _unpickled(dec, fields, path):
   """The callback saved as code: unpickled only for a load that trusts the
-  file (`trust_pickled_code=True`); otherwise refused, and never unpickled."""
+  file (`trust_pickled_code=True`); otherwise a placeholder where the load
+  takes them (unresolved="placeholder"), or refused. Never unpickled but
+  with trust: unpickling runs code."""
   data, qualname = fields.get("pickled"), fields.get("qualname")
-  if not isinstance(data, bytes) or not isinstance(qualname, str):
-    raise DecodeError("a pickled callback needs its bytes and a str qualname", path)
+  if not isinstance(data, bytes) or not isinstance(qualname, str) or not qualname.isprintable():
+    raise DecodeError("a pickled callback needs its bytes and a printable str qualname", path)
   if not dec.trust_pickled_code:
+    why = f"the callback {qualname} is saved as pickled code, which loading would run"
+    if dec.placeholders:
+      return compat.UnresolvedCallback(
+          qualname, f"{why}, and was not unpickled (trust_pickled_code=False)",
+          shown=f"pickled callback {qualname}, not unpickled")
     raise DecodeError(
-        f"the callback {qualname} is saved as pickled code, which loading would run: "
-        "load this file with trust_pickled_code=True only if you trust it, or bind a "
-        "registered function in its place (save it with jp.register_callback)", path)
+        f"{why}: load this file with trust_pickled_code=True only if you trust it, or bind a "
+        "registered function in its place (save it with jp.register_callback). To inspect "
+        "it without running its code, load it with unresolved='placeholder'", path)
   import pickle
   try:
     return pickle.loads(data)  # trusted: see above

@@ -356,7 +356,7 @@ class Decoder:
     elif prim.name in compat.CALLBACK_PRIMITIVES:
       parts = compat.callback_parts(prim.name, params.get("callback"))
       if parts is not None and isinstance(parts[0], compat.UnresolvedCallback):
-        why = f"callback {parts[0].name!r} is not bound in this process"
+        why = parts[0].why
     if why is None:
       return prim
     self.unresolved.append((where, why))

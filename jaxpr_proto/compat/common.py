@@ -917,13 +917,17 @@ class UnresolvedPrimitive(core.Primitive):
 
 
 class UnresolvedCallback:
-  """A host callback's name bound to nothing in this process."""
+  """A host callback this process does not run: a name bound to nothing, or
+  pickled code that was not unpickled. `why` says which; `shown` is how it
+  prints."""
 
-  def __init__(self, name: str):
+  def __init__(self, name: str, why: str | None = None, shown: str | None = None):
     self.name = name
+    self.why = why or f"callback {name!r} is not bound in this process"
+    self.shown = shown or f"unresolved callback {name}"
 
   def __call__(self, *args, **kwargs):
-    raise UnresolvedError(f"callback {self.name!r} is not bound in this process")
+    raise UnresolvedError(self.why)
 
   def __repr__(self):
-    return f"<unresolved callback {self.name}>"
+    return f"<{self.shown}>"
