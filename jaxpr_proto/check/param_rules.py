@@ -703,6 +703,7 @@ def _key_operand(eqn, **_):
 # a varying type on a mesh without those axes fails an assert in core.get_mat.
 def _shard_map(eqn, *, mesh, jaxpr, newly_manual_axes, **_):
   sizes = dict(getattr(mesh, "shape", {}))
+  device = _abstract_device(mesh)
   seen: set[int] = set()
   stack = [(jaxpr, "jaxpr")]
   while stack:
@@ -722,6 +723,14 @@ def _shard_map(eqn, *, mesh, jaxpr, newly_manual_axes, **_):
         yield (f"{where}.eqn[{k}]", f"{name} in a shard_map body has the context mesh {ctx_mesh}, "
                f"where the shard_map's axes {not_manual} are not Manual")
         return
+      if _abstract_device(ctx_mesh) != device:
+        # JAX traces the body under the shard_map's own mesh: a context mesh
+        # with another device than its (one with none, the other with this
+        # process's) fails the collectives' check of their operands' meshes
+        # (core.check_avals_context_mesh) when the program runs.
+        yield (f"{where}.eqn[{k}]", f"{name} in a shard_map body has the context mesh {ctx_mesh}, "
+               f"whose device is not that of the shard_map's mesh {mesh}")
+        return
       check = _COLLECTIVES.get(name)
       if check is not None and not any(param_schema.errors(name, inner.params)):
         axes = inner.params.get("axis_name", inner.params.get("axes"))
@@ -736,6 +745,12 @@ def _shard_map(eqn, *, mesh, jaxpr, newly_manual_axes, **_):
             if isinstance(sub, (compat.Jaxpr, compat.ClosedJaxpr)):
               index = f"[{q}]" if type(v) is tuple else ""
               stack.append((sub, f"{where}.eqn[{k}].params.{param}{index}"))
+
+
+def _abstract_device(mesh):
+  """The device an abstract mesh (or a concrete mesh's) is bound to, or None."""
+  mesh = getattr(mesh, "abstract_mesh", mesh)
+  return getattr(mesh, "abstract_device", None)
 
 
 def _ppermute(eqn, n):
