@@ -464,13 +464,21 @@ def test_trace_module_function(capsys, user_module, tmp_path):
                            "-o", out_path)
   assert code == 0, err
   assert f"wrote {out_path}" in out
-  cj = jp.load(out_path)
-  assert [_short(a) for a in cj.in_avals] == ["f32[4,3]", "i32[]"]
-  assert [_short(a) for a in cj.out_avals] == ["f32[4,4]", "i32[]"]
+  f = jp.load(out_path)  # a jp.Function, with the argument names and the outputs' structure
+  assert isinstance(f, jp.Function) and f.name == "f"
+  assert [_short(a) for a in f.in_avals] == ["f32[4,3]", "i32[]"]
+  assert [_short(a) for a in f.out_avals] == ["f32[4,4]", "i32[]"]
   mod = __import__(user_module)
   expected = jax.make_jaxpr(mod.f)(jax.ShapeDtypeStruct((4, 3), jnp.float32),
                                     jax.ShapeDtypeStruct((), jnp.int32))
-  assert str(cj) == str(expected)
+  assert str(f.closed_jaxpr) == str(expected)
+  x = np.arange(12, dtype=np.float32).reshape(4, 3)
+  want = mod.f(x, np.int32(2))
+  got = f(x, np.int32(2))
+  assert type(got) is tuple and all(np.array_equal(a, b) for a, b in zip(got, want))
+  code, out, err = run_cli(capsys, "dump", out_path)
+  assert out.startswith("function f\n  in     x  f32[4,3]\n  in     i  i32[]\n"
+                        "  out    0  f32[4,4]\n  out    1  i32[]\n{ lambda"), out
 
 
 def test_trace_path_attr_forms(capsys, user_module, tmp_path):

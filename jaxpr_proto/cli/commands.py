@@ -14,21 +14,17 @@ import os
 import sys
 import time
 import traceback
-from io import BytesIO
-
-import numpy as np
 
 import jaxpr_proto
-from jaxpr_proto.check import bounds, checker
-from jaxpr_proto.cli import jaxpr_diff, view
+from jaxpr_proto.check import checker
+from jaxpr_proto.cli import jaxpr_diff, run, view
 from jaxpr_proto.cli.argspec import parse_arg_specs
 from jaxpr_proto.cli.eqn_counts import eqn_counts
 from jaxpr_proto.cli.exits import (EXIT_FAIL, EXIT_OK, EXIT_USAGE, PROG, CheckFailed,
                                    UsageError)
-from jaxpr_proto.cli.import_target import import_function
-from jaxpr_proto.cli.inputs import (decode, load_inputs, random_inputs, read_module,
-                                    read_program)
-from jaxpr_proto.cli.printing import avals_str, ms
+from jaxpr_proto.cli.import_target import import_function, import_modules
+from jaxpr_proto.cli.inputs import decode, read_module, read_program
+from jaxpr_proto.cli.printing import avals_str, first_line, ms
 from jaxpr_proto.cli.progress import progress_for
 from jaxpr_proto.errors import Error, UnknownPrimitiveError
 from jaxpr_proto.wire import external, files, info
@@ -58,18 +54,39 @@ def cmd_dump(args) -> int:
   with progress_for([args.file], 2) as progress:
     m = read_module(args.file, progress)
     if args.format == "jaxpr":
-      cj = decode(m, args.file, progress, unresolved="placeholder")
+      program = decode(m, args.file, progress, unresolved="placeholder")
       progress.close()
+      cj = program.closed_jaxpr
       if args.source_info:
         text = cj.pretty_print(source_info=True, name_stack=True)
       else:
         text = str(cj)
+      text = "\n".join(_signature_lines(program) + [text])
     elif args.format == "txtpb":
       text = files.to_text(m).rstrip("\n")
     else:
       text = files.to_json(m).rstrip("\n")
   _out(text)
   return EXIT_OK
+
+
+def _signature_lines(program, indent: str = "  ") -> list[str]:
+  """A Function's signature as dump and load print it, before the jaxpr
+  (nothing for a plain ClosedJaxpr)."""
+  sig = program.signature
+  if sig is not None:
+    return sig.lines(indent)
+  if program.unread_signature:
+    return [f"function {program.module.function.name} (signature not shown: "
+            f"{program.unread_signature}; --import the module that defines it)"]
+  return []
+
+
+def _signature_for_diff(program) -> list[str]:
+  sig = program.signature
+  if sig is not None:
+    return sig.diff_lines()
+  return _signature_lines(program)
 
 
 def cmd_convert(args) -> int:
@@ -108,7 +125,8 @@ def _copy_data_files(m, src, dst) -> list[str]:
 def cmd_load(args) -> int:
   import jax.extend.core as jex_core
   with progress_for([args.file], 3) as progress:
-    m, cj = read_program(args.file, progress)
+    program = read_program(args.file, progress)
+    m, cj = program.module, program.closed_jaxpr
     progress.stage("checking")
     t0 = time.perf_counter()
     try:
@@ -123,6 +141,8 @@ def cmd_load(args) -> int:
   _out(f"format        {m.format_version.major}.{m.format_version.minor}")
   _out(f"producer      jaxpr_proto {p.jaxpr_proto_version or '?'}, jax {p.jax_version or '?'}, "
        f"jaxlib {p.jaxlib_version or '?'}")
+  for line in _signature_lines(program, "              "):
+    _out(line.replace("function ", "function      ", 1) if line.startswith("function ") else line)
   _out(f"eqns          {top} top-level, {total} including sub-jaxprs")
   _out(f"in avals      {avals_str(cj.in_avals)}")
   _out(f"out avals     {avals_str(cj.out_avals)}")
@@ -193,73 +213,14 @@ def cmd_info(args) -> int:
   return EXIT_OK
 
 
-# --- run -----------------------------------------------------------------------
-
-def cmd_run(args) -> int:
-  import jax
-  import jax.extend.core as jex_core
-  with progress_for([args.file], 4) as progress:
-    _, cj = read_program(args.file, progress)
-    in_avals = cj.in_avals
-    progress.stage("preparing inputs")
-    if args.inputs:
-      names = None
-      dbg = cj.jaxpr.debug_info
-      if dbg is not None and dbg.arg_names is not None and all(dbg.arg_names):
-        names = list(dbg.arg_names)
-      inputs = load_inputs(args.inputs, in_avals, names)
-    elif args.random is not None:
-      inputs = random_inputs(in_avals, args.random)
-    elif in_avals:
-      raise UsageError(f"the program takes {len(in_avals)} inputs ({avals_str(in_avals)}); "
-                       "give --inputs FILE.npz or --random [SEED]")
-    else:
-      inputs = []
-    progress.stage("compiling")
-    device = jax.devices()[0]
-    f = jax.jit(jex_core.jaxpr_as_fun(cj))
-    t0 = time.perf_counter()
-    lowered = f.lower(*inputs)
-    if device.platform == "cpu":  # (measured there: docs/limits.md)
-      chain = bounds.compiled_chain(lowered.compiler_ir("stablehlo"))
-      if chain > bounds.XLA_CPU_CHAIN:
-        raise CheckFailed(
-            f"{args.file}: not compiled: the program has a chain of {chain:,} dependent "
-            f"ops, and XLA's CPU compiler crashes (a stack overflow) on chains past about "
-            f"21,000, so `run` compiles chains of at most {bounds.XLA_CPU_CHAIN:,}; the file "
-            f"itself is sound (see docs/limits.md)")
-    compiled = lowered.compile()
-    t_compile = time.perf_counter() - t0
-    progress.stage("running")
-    times = []
-    outs = None
-    for _ in range(max(args.repeat, 1)):
-      t0 = time.perf_counter()
-      outs = jax.block_until_ready(compiled(*inputs))
-      times.append(time.perf_counter() - t0)
-  outs = [np.asarray(o) for o in outs]
-  _out(f"device        {device.platform}:{device.id} ({device.device_kind})")
-  _out(f"inputs        {avals_str(in_avals)}")
-  _out(f"outputs       {avals_str(cj.out_avals)}")
-  _out(f"compile       {ms(t_compile)}")
-  run = f"{ms(min(times))}" + (f" (best of {len(times)}, median "
-                               f"{ms(sorted(times)[len(times) // 2])})" if len(times) > 1 else "")
-  _out(f"run           {run}")
-  if args.outputs:
-    buf = BytesIO()
-    np.savez(buf, **{f"out_{k}": o for k, o in enumerate(outs)})
-    files.write_atomic(args.outputs, buf.getvalue())
-    _out(f"wrote         {args.outputs} ({', '.join(f'out_{k}' for k in range(len(outs)))})")
-  return EXIT_OK
-
-
 # --- diff ----------------------------------------------------------------------
 
 def cmd_diff(args) -> int:
   with progress_for([args.a, args.b], 4) as progress:
-    _, a = read_program(args.a, progress, unresolved="placeholder")
-    _, b = read_program(args.b, progress, unresolved="placeholder")
-  d = jaxpr_diff.diff(a, b)
+    a = read_program(args.a, progress, unresolved="placeholder")
+    b = read_program(args.b, progress, unresolved="placeholder")
+  d = jaxpr_diff.diff(a.closed_jaxpr, b.closed_jaxpr)
+  d.signature = jaxpr_diff.diff_lines(_signature_for_diff(a), _signature_for_diff(b))
   _out(jaxpr_diff.format_diff(d, args.a, args.b))
   return EXIT_OK if d.same else EXIT_FAIL
 
@@ -267,19 +228,21 @@ def cmd_diff(args) -> int:
 # --- trace ---------------------------------------------------------------------
 
 def cmd_trace(args) -> int:
-  import jax
+  """Writes a jp.Function: the file keeps the argument names and the
+  outputs' structure, which `run` writes them by."""
   out_form = _form_of(args.output)
   specs = parse_arg_specs(args.args)
   fn = import_function(args.target)
   t0 = time.perf_counter()
-  cj = jax.make_jaxpr(fn)(*specs)
+  f = jaxpr_proto.trace(fn)(*specs)
   t_trace = time.perf_counter() - t0
   t0 = time.perf_counter()
-  size = jaxpr_proto.api.save_as(cj, args.output, out_form, debug_info=not args.no_debug_info)
+  size = jaxpr_proto.api.save_as(f, args.output, out_form, debug_info=not args.no_debug_info)
   t_encode = time.perf_counter() - t0
+  cj = f.closed_jaxpr
   top, total, _ = eqn_counts(cj)
   _out(f"traced {args.target}({avals_str(cj.in_avals)}) -> {avals_str(cj.out_avals)}")
-  _out(f"  {top} eqns ({total} including sub-jaxprs); make_jaxpr {ms(t_trace)}, "
+  _out(f"  {top} eqns ({total} including sub-jaxprs); trace {ms(t_trace)}, "
        f"encode and write {ms(t_encode)}")
   _out(f"wrote {args.output} ({out_form}, {size:,} bytes)")
   return EXIT_OK
@@ -311,6 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=func)
     return p
 
+  def imports(p):
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (a name, or a .py file), so that what it "
+                        "registers (jp.register_callback, jp.register_primitive, "
+                        "jp.register_pytree_node) binds the names the file uses; repeatable")
+
   p = add("dump", cmd_dump, "print a program: as JAX prints it, or as protobuf text or JSON")
   p.add_argument("file", metavar="FILE")
   p.add_argument("--format", choices=("jaxpr", "txtpb", "json"), default="jaxpr",
@@ -318,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "whole Module message, undecoded")
   p.add_argument("--source-info", action="store_true",
                  help="with --format jaxpr: show source locations and name stacks")
+  imports(p)
 
   p = add("convert", cmd_convert, "convert between .jaxpb, .txtpb and .json, by extension "
           "(exact: the Module is unchanged); or to .mlir (StableHLO text), .jaxexport "
@@ -328,39 +298,36 @@ def build_parser() -> argparse.ArgumentParser:
                  help="for .mlir, .jaxexport, .onnx: symbolic input dims as jax.export "
                       "spells them, one spec for all inputs ('b,...') or one per flat "
                       "input separated by ';' ('b,3;b'); _ keeps a dim, ... the rest")
+  imports(p)
 
   p = add("load", cmd_load, "decode a program, run jax's check_jaxpr, print a summary")
   p.add_argument("file", metavar="FILE")
+  imports(p)
 
   p = add("check", cmd_check, "check files (decode and type-check); exit 1 on problems")
   p.add_argument("files", metavar="FILE", nargs="+")
   p.add_argument("--structure", action="store_true",
                  help="take primitives and callbacks this process lacks as placeholders: "
                       "check the rest (structure, params), not JAX's types")
+  imports(p)
 
   p = add("info", cmd_info, "eqn counts, bytes by section, sharing, versions "
           "(reads the message only; nothing is decoded)")
   p.add_argument("file", metavar="FILE")
   p.add_argument("--json", action="store_true", help="print JSON for machine use")
 
-  p = add("run", cmd_run, "jit and run a program on the default device")
-  p.add_argument("file", metavar="FILE")
-  g = p.add_mutually_exclusive_group()
-  g.add_argument("--inputs", nargs="+", metavar="IN",
-                 help=".npz (arr_0, arr_1, ... or the argument names) and/or .npy files, "
-                      "in argument order")
-  g.add_argument("--random", type=int, nargs="?", const=0, metavar="SEED",
-                 help="random inputs from a seeded generator (default seed 0)")
-  p.add_argument("--outputs", metavar="OUT.npz", help="save the outputs (out_0, out_1, ...)")
-  p.add_argument("--repeat", type=int, default=1, metavar="N",
-                 help="run N times and report the best time")
+  p = add("run", run.cmd_run, "jit and run a program on the default device")
+  run.add_arguments(p)
+  imports(p)
 
   p = add("diff", cmd_diff, "structural diff of two programs: eqns added, removed, changed; "
           "exit 1 when they differ")
   p.add_argument("a", metavar="A")
   p.add_argument("b", metavar="B")
+  imports(p)
 
-  p = add("trace", cmd_trace, "trace a Python function given abstract argument specs",
+  p = add("trace", cmd_trace, "trace a Python function given abstract argument specs, and "
+          "save it as a jp.Function (jp.trace)",
           epilog="example: jaxpr-proto trace mymodel:loss --args 'f32[8,3],i32[]' -o loss.jaxpb")
   p.add_argument("target", metavar="MODULE:FUNCTION",
                  help="an importable module (or a path to a .py file) and a function in it")
@@ -383,14 +350,22 @@ def build_parser() -> argparse.ArgumentParser:
   return ap
 
 
+# What the command line can do about an error: (applies(error), hint).
+_HINTS = (
+    (lambda e: isinstance(e, UnknownPrimitiveError),
+     "; register it in this process with jaxpr_proto.register_primitive(...), in a module "
+     "given with --import"),
+    (lambda e: "not registered in this process" in e.message or "not known in this process"
+     in e.message, "; --import the module that registers it"),
+)
+
+
 def _describe(e: Error) -> str:
   """A jp.Error as one readable line."""
   msg = e.message if getattr(e, "message", None) else str(e)
   where = f" (at {e.path})" if getattr(e, "path", "") else ""
-  hint = ""
-  if isinstance(e, UnknownPrimitiveError):
-    hint = "; register it in this process with jaxpr_proto.register_primitive(...)"
-  return f"{msg}{where}{hint}"
+  hint = next((h for applies, h in _HINTS if applies(e)), "")
+  return " ".join(f"{msg}{where}{hint}".split("\n"))
 
 
 def main(argv=None) -> int:
@@ -401,6 +376,7 @@ def main(argv=None) -> int:
     return e.code if isinstance(e.code, int) else EXIT_USAGE
   sub = f"{PROG} {args.command}"
   try:
+    import_modules(getattr(args, "imports", ()))
     return args.func(args)
   except UsageError as e:
     _err(f"{sub}: error: {e}")
@@ -426,5 +402,5 @@ def main(argv=None) -> int:
   except Exception as e:
     if args.traceback:
       traceback.print_exc()
-    _err(f"{PROG}: error: {type(e).__name__}: {e}")
+    _err(f"{PROG}: error: {type(e).__name__}: {first_line(e)}")
     return EXIT_FAIL

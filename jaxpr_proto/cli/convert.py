@@ -13,6 +13,7 @@ own avals are used, symbolic dims included (a file traced with
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
@@ -22,7 +23,7 @@ from jaxpr_proto import function
 from jaxpr_proto.cli.eqn_counts import eqn_counts
 from jaxpr_proto.cli.exits import EXIT_OK, CheckFailed, UsageError
 from jaxpr_proto.cli.inputs import read_program
-from jaxpr_proto.cli.printing import avals_str
+from jaxpr_proto.cli.printing import avals_str, first_line
 from jaxpr_proto.cli.progress import progress_for
 from jaxpr_proto.wire import files
 
@@ -40,33 +41,60 @@ def handles(path) -> bool:
 def cmd_convert(args) -> int:
   ext = os.path.splitext(args.output)[1].lower()
   with progress_for([args.input], 3) as progress:
-    _, program = read_program(args.input, progress, keep_function=True)
+    program = read_program(args.input, progress).value
     progress.stage(f"converting to {ext}")
     if ext == ONNX:
       data = onnx_model(program, args.poly).SerializeToString()
       what = f"ONNX, opset {ONNX_OPSET}"
     else:
-      exp = export(program, args.poly)
-      if ext == STABLEHLO:
-        data, what = exp.mlir_module().encode(), "StableHLO text"
-      else:
-        data, what = bytes(exp.serialize()), "serialized jax.export.Exported"
+      with _export_failing_as(program):
+        exp = export(program, args.poly)
+        if ext == STABLEHLO:
+          data, what = exp.mlir_module().encode(), "StableHLO text"
+        else:
+          data, what = bytes(exp.serialize()), "serialized jax.export.Exported"
     progress.stage(f"writing {os.path.basename(args.output)}")
     files.write_atomic(args.output, data)
   sys.stdout.write(f"{args.input} -> {args.output} ({what}, {len(data):,} bytes)\n")
   return EXIT_OK
 
 
+# Primitives jax.export cannot serialize: host callbacks (what JAX says,
+# "serialization of host_callbacks is not yet implemented", does not name them).
+_NOT_EXPORTED = ("debug_callback", "io_callback", "pure_callback")
+
+
+@contextlib.contextmanager
+def _export_failing_as(program):
+  """jax.export's failures in one line (exit 1), naming the eqns it cannot
+  export where the program has them."""
+  try:
+    yield
+  except (UsageError, CheckFailed):
+    raise
+  except Exception as e:
+    counts = eqn_counts(_parts(program)[0])[2]
+    calls = [name for name in _NOT_EXPORTED if name in counts]
+    why = f" (the program calls {', '.join(calls)}: host callbacks)" if calls else ""
+    raise CheckFailed(f"jax.export cannot export this program{why}: {type(e).__name__}: "
+                      f"{first_line(e)}") from None
+
+
 # --- the program as a function of its inputs -------------------------------------
 
 def _parts(program):
   """-> (closed jaxpr, in_tree, out_tree): a Function's pytree signature, or
-  flat positional inputs and a list of outputs for a plain ClosedJaxpr."""
+  flat positional inputs and a list of outputs for a plain ClosedJaxpr. A
+  Function with static leaves takes its flat inputs (an export's arguments
+  are arrays; the static leaves are in its program already)."""
   import jax
   if isinstance(program, function.Function):
-    return program.closed_jaxpr, program.in_tree, program.out_tree
-  n_in, n_out = len(program.jaxpr.invars), len(program.jaxpr.outvars)
-  return program, jax.tree.structure(((0,) * n_in, {})), jax.tree.structure([0] * n_out)
+    if not program.static_leaves:
+      return program.closed_jaxpr, program.in_tree, program.out_tree
+    cj, out_tree = program.closed_jaxpr, program.out_tree
+  else:
+    cj, out_tree = program, jax.tree.structure([0] * len(program.jaxpr.outvars))
+  return cj, jax.tree.structure(((0,) * len(cj.jaxpr.invars), {})), out_tree
 
 
 def input_specs(program, poly: str | None):
@@ -107,7 +135,7 @@ def _shapes(specs, parts, problem):
   try:
     return jax.export.symbolic_args_specs(specs, parts if len(parts) > 1 else parts[0])
   except Exception as e:  # (a bad spec, or one whose rank or dims do not fit)
-    raise UsageError(f"{problem}: {_first_line(e)}") from None
+    raise UsageError(f"{problem}: {first_line(e)}") from None
 
 
 # The names in a shape spec that are functions, not dim vars.
@@ -136,7 +164,7 @@ def _check_other_sizes(cj, specs, shapes, poly):
                                       for s in shapes))
   except Exception as e:
     raise UsageError(f"--poly {poly!r} does not fit the program, whose eqns fix the sizes "
-                     f"of its inputs (with the dims at {size}: {_first_line(e)}); trace it "
+                     f"of its inputs (with the dims at {size}: {first_line(e)}); trace it "
                      "with symbolic dims instead: jaxpr-proto trace --args 'f32[b,3]'") from None
 
 
@@ -206,7 +234,7 @@ def export(program, poly: str | None = None):
       raise
     # The eqns fix a dim that --poly makes symbolic (a reshape to 8x3): the
     # program must be traced with symbolic dims instead.
-    raise UsageError(f"--poly {poly!r} does not fit the program: {_first_line(e)} (trace "
+    raise UsageError(f"--poly {poly!r} does not fit the program: {first_line(e)} (trace "
                      "it with symbolic dims instead: jaxpr-proto trace --args "
                      "'f32[b,3]')") from None
 
@@ -243,7 +271,7 @@ def onnx_model(program, poly: str | None = None):
     onnx.checker.check_model(model, full_check=True)
   except Exception as e:
     raise CheckFailed(f"ONNX: jax2onnx made a model that onnx.checker refuses: "
-                      f"{_first_line(e)}") from None
+                      f"{first_line(e)}") from None
   return model
 
 
@@ -263,7 +291,7 @@ def onnx_problem(e: Exception, cj) -> str:
   """What jax2onnx's exception says, in one line; the primitive by name where
   it could not convert one."""
   from importlib.metadata import version
-  text = _first_line(e)
+  text = first_line(e)
   known = eqn_counts(cj)[2]
   for name in sorted(known, key=len, reverse=True):
     if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text) and "primitive" in text.lower():
@@ -282,9 +310,3 @@ def run_onnx(model, inputs) -> list:
   sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
   feed = {i.name: np.asarray(x) for i, x in zip(sess.get_inputs(), inputs)}
   return sess.run(None, feed)
-
-
-def _first_line(e: Exception) -> str:
-  """The first line of an error, with the next where it ends in ':'."""
-  lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
-  return " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]

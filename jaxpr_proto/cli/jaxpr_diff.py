@@ -135,10 +135,13 @@ class JaxprDiff:
   inputs: tuple[str, str] | None = None     # (A's binders, B's) when they differ
   outputs: tuple[str, str] | None = None    # (A's outvars, B's) when they differ
   changes: list[EqnChange] = dataclasses.field(default_factory=list)
+  # Two jp.Functions' signatures: the lines only A has ("-") and only B has ("+")
+  signature: list[tuple[str, str]] | None = None
 
   @property
   def same(self) -> bool:
-    return self.inputs is None and self.outputs is None and not self.changes
+    return (self.inputs is None and self.outputs is None and not self.changes
+            and not self.signature)
 
   def counts(self) -> dict[str, int]:
     out = {"added": 0, "removed": 0, "changed": 0}
@@ -251,6 +254,18 @@ def diff(a, b, *, _depth: int = 0) -> JaxprDiff:
   return out
 
 
+def diff_lines(a: list[str], b: list[str]) -> list[tuple[str, str]] | None:
+  """[("-", line of A), ("+", line of B)] where the two lists of lines (two
+  signatures) differ, in order; None where they are the same."""
+  if a == b:
+    return None
+  out = []
+  for tag, i0, i1, j0, j1 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    if tag != "equal":
+      out += [("-", x) for x in a[i0:i1]] + [("+", y) for y in b[j0:j1]]
+  return out
+
+
 def _opcodes(a: list, b: list) -> list:
   """difflib's opcodes for the key lists `a` and `b`, their common prefix and
   suffix matched first: SequenceMatcher takes time quadratic in how often a
@@ -303,6 +318,9 @@ def format_diff(d: JaxprDiff, a_name: str = "a", b_name: str = "b", *,
   if header:
     add(f"{indent}--- {a_name}  ({d.a_eqns} eqns)")
     add(f"{indent}+++ {b_name}  ({d.b_eqns} eqns)")
+  if d.signature:
+    add(f"{indent}~ signature")
+    lines.extend(f"{indent}{sign}   {line}" for sign, line in d.signature)
   if d.inputs is not None:
     add(f"{indent}~ inputs")
     add(f"{indent}-   {d.inputs[0]}")
@@ -355,6 +373,8 @@ def _summary(d: JaxprDiff) -> str:
     return "no differences"
   n = d.counts()
   parts = [f"{n['added']} added", f"{n['removed']} removed", f"{n['changed']} changed"]
+  if d.signature:
+    parts.append("signature changed")
   if d.inputs is not None:
     parts.append("inputs changed")
   if d.outputs is not None:

@@ -1,4 +1,5 @@
-"""Short text forms the commands print: avals as JAX prints them, durations."""
+"""Short text forms the commands print: avals as JAX prints them, durations,
+errors in one line."""
 from __future__ import annotations
 
 
@@ -17,3 +18,9 @@ def avals_str(avals) -> str:
 
 def ms(seconds: float) -> str:
   return f"{seconds * 1e3:.1f} ms"
+
+
+def first_line(e: Exception) -> str:
+  """The first line of an error, with the next where it ends in ':'."""
+  lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
+  return " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
