@@ -1,5 +1,6 @@
 """jaxpr-proto: a versioned protobuf exchange format for JAX programs (jaxprs)."""
 from jaxpr_proto._version import __version__
+from jaxpr_proto._config import config
 
 from jaxpr_proto.errors import (CheckError, DecodeError, EncodeError, Error, InternalError,
                                 IsolatedRunError, PrimitiveVersionError, RuleNotSavedError,
@@ -22,5 +23,5 @@ __all__ = [
     "register_pytree_node",
     "register_param_type", "proto", "Function", "trace", "stages",
     "CheckError", "CheckReport", "check", "InternalError", "UnsupportedJaxError", "PrimitiveVersionError",
-    "UnresolvedError", "RuleNotSavedError", "IsolatedRunError", "run_isolated",
+    "UnresolvedError", "RuleNotSavedError", "IsolatedRunError", "run_isolated", "config",
 ]

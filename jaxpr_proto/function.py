@@ -123,8 +123,10 @@ def _load_function(data) -> Function:
   an external.Parts with its big arrays)."""
   message, source = external.message_and_source(data)
   digest = data.digest() if isinstance(data, external.Parts) else None
+  # (a pickle stream is code anyway: its callbacks' code is trusted, and so
+  # is the program, checked only against another writer: check.loading)
   f = decode_function(files.parse(message), source=source, digest=digest,
-                      trust_pickled_code=True)  # (a pickle stream is code anyway)
+                      trust_pickled_code=True, trusted=True)
   if not isinstance(f, Function):
     raise TypeError(f"the pickle holds a {type(f).__name__}, not a Function")
   return f
@@ -272,7 +274,8 @@ def encode_function(f: Function, *, debug_info: bool = True, out_of_line=None,
 
 def decode_function(m: pb.Module, *, typecheck: bool = True, source=None,
                     digest: bytes | None = None, callbacks=None,
-                    trust_pickled_code: bool = False, unresolved: str = "error") -> Function:
+                    trust_pickled_code: bool = False, unresolved: str = "error",
+                    trusted: bool = False) -> Function:
   """`digest` names the program for the jit cache: by default the message's
   SHA-256, which covers external arrays through their checksums; a pickle's
   buffers have none, so the unpickler passes one of message and buffers.
@@ -280,7 +283,7 @@ def decode_function(m: pb.Module, *, typecheck: bool = True, source=None,
   program calls the functions it was compiled with)."""
   dec, cj, (in_tree, out_tree, static_leaves) = loading.decode(
       m, typecheck=typecheck, source=source, callbacks=callbacks,
-      trust_pickled_code=trust_pickled_code, unresolved=unresolved)
+      trust_pickled_code=trust_pickled_code, unresolved=unresolved, trusted=trusted)
   if digest is None:
     digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
   if dec.unresolved:

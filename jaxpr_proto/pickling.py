@@ -38,6 +38,7 @@ import jax
 import jax.extend.core as jex_core
 
 from jaxpr_proto import _lru, api, compat, function
+from jaxpr_proto.check import loading
 from jaxpr_proto.codec.names import REGISTRY
 from jaxpr_proto.wire import external, files
 
@@ -88,9 +89,14 @@ class _Encoded:
 
 
 def _loads(data):
-  """The program of pickled bytes or Parts."""
+  """The program of pickled bytes or Parts: a pickle stream is trusted input
+  (unpickling runs code by design), so the program is checked only against
+  another writer (check.loading.decode's `trusted`), not as a hostile file."""
   message, source = external.message_and_source(data)
-  return api.decode(files.parse(message), external=source, trust_pickled_code=True)
+  m = files.parse(message)
+  if m.HasField("function"):
+    return function.decode_function(m, source=source, trust_pickled_code=True, trusted=True)
+  return loading.decode(m, source=source, trust_pickled_code=True, trusted=True)[1]
 
 
 # --- ClosedJaxpr ----------------------------------------------------------------

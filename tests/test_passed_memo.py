@@ -64,10 +64,11 @@ def test_the_same_bytes_load_again_without_the_checks(runs):
     g = jax.grad(lambda w: jax.core.eval_jaxpr(again.jaxpr, again.consts, w, args[1])[0].sum())
     np.testing.assert_array_equal(np.asarray(g(args[0])), np.asarray(g0))
   assert jp.dumps(third) == jp.dumps(first) == data
-  # unpickling (a task's program, sent to many) too
+  # unpickling (a task's program, sent to many): a pickle of this process's
+  # own writer is trusted, and not checked at all (test_pickle)
   blob = pickle.dumps(first)
   assert [str(pickle.loads(blob)) for _ in range(3)] == [str(cj)] * 3
-  assert runs[0] == 2
+  assert runs[0] == 1
 
 
 def test_what_the_verdict_depends_on(runs):

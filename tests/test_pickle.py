@@ -360,3 +360,95 @@ def _fresh(args):
 
 def test_corpus_sample_exists():
   assert set(EVALUATED) <= {p.name for p in corpus.PROGRAMS}
+
+
+# --- a pickle stream is trusted input ------------------------------------------
+
+class _Stream:
+  """Pickles as a call of `load` on `data`: the stream of a pickled program
+  whose payload is `data` (a .jaxpb made by hand)."""
+
+  def __init__(self, load, data):
+    self.load, self.data = load, data
+
+  def __reduce__(self):
+    return (self.load, (self.data,))
+
+
+def _refuse_checks(monkeypatch):
+  """Makes the checker's stages fail if they run; returns the list of the
+  Modules they were asked to check."""
+  from jaxpr_proto.check import checker
+  asked = []
+
+  def run(m, *args, **kwargs):
+    asked.append(m)
+    raise AssertionError("the checks ran")
+  monkeypatch.setattr(checker, "run", run)
+  return asked
+
+
+def test_unpickling_skips_the_checks_against_hostile_files(monkeypatch):
+  """A program pickled by this process (this jaxpr_proto, JAX and jaxlib)
+  loads without the structure, param and type checks, and is the same
+  program: it prints, encodes and runs as the original."""
+  cj = jax.make_jaxpr(lambda x, w: jax.nn.relu(x @ w) * 2.0)(jnp.ones((2, 3)), jnp.ones((3, 4)))
+  f = jp.trace(lambda x: jnp.sin(x) + jax.nn.gelu(x))(jnp.ones(3))
+  data = pickle.dumps((cj, f))
+  _refuse_checks(monkeypatch)
+  with pytest.raises(AssertionError, match="the checks ran"):
+    jp.loads(jp.dumps(cj))  # (jp.loads checks: bytes from anywhere)
+  cj2, f2 = pickle.loads(data)
+  assert str(cj2) == str(cj) and jp.dumps(cj2) == jp.dumps(cj)
+  args = (jnp.arange(6.0).reshape(2, 3), jnp.ones((3, 4)))
+  assert_same(jaxpr_as_fun(cj2)(*args), jaxpr_as_fun(cj)(*args), "outputs")
+  x = jnp.linspace(-1.0, 1.0, 3)
+  assert_same(f2(x), f(x), "function outputs")
+  assert_same(jax.grad(lambda x: f2(x).sum())(x), jax.grad(lambda x: f(x).sum())(x), "grads")
+
+
+def _payload(cj, edit):
+  m = jp.encode(cj)
+  edit(m)
+  return m.SerializeToString(deterministic=True)
+
+
+def test_unpickling_a_program_of_another_writer_checks_it(monkeypatch):
+  """A pickle written by another JAX, jaxlib or jaxpr_proto goes through
+  every check: its primitives and params may be another JAX's."""
+  cj = _cj()
+  asked = _refuse_checks(monkeypatch)
+  edits = {
+      "jax": lambda m: setattr(m.producer, "jax_version", "0.9.2"),
+      "jaxlib": lambda m: setattr(m.producer, "jaxlib_version", "0.0.1"),
+      "jaxpr_proto": lambda m: setattr(m.producer, "jaxpr_proto_version", "0.0.1"),
+      "jax namespace": lambda m: [setattr(ns, "version", "0.9.2")
+                                  for ns in m.namespaces if ns.namespace == "jax"],
+  }
+  for what, edit in edits.items():
+    stream = pickle.dumps(_Stream(pickling._load_closed_jaxpr, _payload(cj, edit)))
+    with pytest.raises(AssertionError, match="the checks ran"):
+      pickle.loads(stream)
+  assert len(asked) == len(edits)
+
+
+@pytest.mark.parametrize("load", ["closed_jaxpr", "function"])
+def test_unpickling_still_refuses_another_version(load):
+  """What catches another JAX or jaxpr_proto on the other side stays: the
+  format version, required features, and primitives this JAX lacks."""
+  from jaxpr_proto import function
+  cj = _cj()
+  target = jp.trace(jaxpr_as_fun(cj))(*cj.in_avals) if load == "function" else cj
+  loader = function._load_function if load == "function" else pickling._load_closed_jaxpr
+
+  def unknown_primitive(m):
+    m.primitives[0].name = "no_such_primitive"
+  cases = [
+      (lambda m: setattr(m.format_version, "major", 2), jp.VersionError, "format version 2"),
+      (lambda m: m.required_features.append("teleportation"), jp.VersionError, "teleportation"),
+      (unknown_primitive, jp.UnknownPrimitiveError, "no_such_primitive"),
+  ]
+  for edit, error, match in cases:
+    stream = pickle.dumps(_Stream(loader, _payload(target, edit)))
+    with pytest.raises(error, match=match):
+      pickle.loads(stream)

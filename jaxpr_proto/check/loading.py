@@ -7,24 +7,37 @@ same bytes loaded again (a program pickled to many tasks, a server loading
 one file per request) are decoded without checking them again. The verdict
 is keyed on all it depends on besides the bytes: the options, what this
 process has registered by name (`names.generation()`), and JAX's
-configuration (`memo.context_key()`); `jp.clear_caches()` forgets it. For
-the last few such Modules, decoding again starts from what the last decoding
+configuration (`memo.context_key()`); `jp.clear_caches()` forgets it.
+Where `jp.config` names a verdict cache folder, the verdict is kept there
+too, for later processes (check/verdict_cache.py). For the last few such Modules, decoding again starts from what the last decoding
 read that no load changes (`_WARM`): their eqns' columns, and the avals,
-primitives, source info and contexts that eqns share, immutable in JAX."""
+primitives, source info and contexts that eqns share, immutable in JAX.
+
+A `trusted` load (unpickling: the stream is code anyway) of a Module that
+this very jaxpr_proto, JAX and jaxlib wrote skips the checks that only
+guard against hostile files (structure, bounds, params, types) and keeps
+those that catch another writer: the format version and features, the
+namespaces, and every name looked up (an unknown primitive is refused as
+ever). A Module of any other writer is checked in full: its primitives and
+params may differ from this JAX's."""
 from __future__ import annotations
 
 import hashlib
 
+import jax
+
 from jaxpr_proto import compat
-from jaxpr_proto.check import checker
+from jaxpr_proto._version import __version__
+from jaxpr_proto.check import checker, verdict_cache
 from jaxpr_proto.check.signature import check_function
+from jaxpr_proto.check.structure import check_namespaces
 from jaxpr_proto.codec import decoder as _decoder
 from jaxpr_proto.codec import names
 from jaxpr_proto.codec.state import paused_gc
 from jaxpr_proto.compat import memo
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from jaxpr_proto.wire import columns
+from jaxpr_proto.wire import columns, versions
 
 _PASSED = memo.memo()  # verdict key -> whether JAX's type rules were among the checks passed
 # Messages past this size are not remembered: hashing them would cost a copy.
@@ -51,7 +64,7 @@ class _RaiseFirst:
 
 
 def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
-           trust_pickled_code: bool = False, unresolved: str = "error"):
+           trust_pickled_code: bool = False, unresolved: str = "error", trusted: bool = False):
   """Module -> (its Decoder, the root ClosedJaxpr, the function's (in_tree,
   out_tree, static leaves) or None); raises a DecodeError naming the path of the first
   problem: the checks of `jp.check`, rules and function signature included.
@@ -67,33 +80,75 @@ def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
   With `unresolved="placeholder"`, an eqn whose primitive or callback this
   process lacks becomes a placeholder that raises UnresolvedError when run
   (the program is then checked structurally, not by JAX's type rules).
+  `trusted` (unpickling) skips the checks against hostile files for a
+  Module written by this very jaxpr_proto, JAX and jaxlib (see above).
   """
   if unresolved not in ("error", "placeholder"):
     raise ValueError(f"unresolved must be 'error' or 'placeholder', not {unresolved!r}")
   placeholders = unresolved == "placeholder"
   # (arrays outside the message, or callbacks bound for one load, are not in the key)
-  key, size = None, m.ByteSize()
+  key, size, stored = None, m.ByteSize(), None
   if source is None and not callbacks and size <= PASSED_MAX_BYTES:
     digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
     key = (digest, trust_pickled_code, placeholders, names.generation(), memo.context_key())
   with paused_gc(), compat.eval_context():  # (loading inside a trace makes no tracers)
     passed = _PASSED.get(key) if key is not None else None
+    if passed is None and key is not None and (store := verdict_cache.store()) is not None:
+      stored = verdict_cache.file_key(m, digest, trust_pickled_code, placeholders)
+      passed = _stored_verdict(store, stored, key)
     if passed is not None and passed >= typecheck:
       return _decode_passed(m, key, size <= WARM_MAX_BYTES, trust_pickled_code, placeholders)
+    if trusted and not callbacks and not placeholders and same_writer(m):
+      return _decode_trusted(m, key, size <= WARM_MAX_BYTES, source, trust_pickled_code)
     out = checker.run(m, _RaiseFirst(), checker.CheckReport(), typecheck=typecheck,
                       source=source, callbacks=callbacks, trust_pickled_code=trust_pickled_code,
                       placeholders=placeholders)
   if key is not None:
-    _PASSED.put(key, typecheck or _PASSED.get(key, False))
+    passed = _PASSED.put(key, typecheck or _PASSED.get(key, False))
+    if stored is not None:
+      store.put("file", stored, bytes([passed]))
   return out
 
 
+def _stored_verdict(store, stored, key) -> bool | None:
+  """The verdict kept in the persistent cache under `stored` (whether JAX's
+  type rules were among the checks passed), also remembered for the
+  process under `key`; or None."""
+  value = store.get("file", stored) if stored is not None else None
+  if value not in (b"\x00", b"\x01"):
+    return None
+  return _PASSED.put(key, value == b"\x01")
+
+
+# (as the encoder stamps them)
+WRITER = (__version__, jax.__version__, getattr(jax.lib, "__version__", jax.__version__))
+
+
+def same_writer(m: pb.Module) -> bool:
+  """Whether this very jaxpr_proto, JAX and jaxlib wrote `m` (and its jax
+  namespace says the same JAX)."""
+  p = m.producer
+  return ((p.jaxpr_proto_version, p.jax_version, p.jaxlib_version) == WRITER
+          and versions.jax_version_of(m) == WRITER[1])
+
+
+def _decode_trusted(m: pb.Module, key, keep_warm: bool, source, trust_pickled_code: bool):
+  """`checker.run`'s result for a trusted Module of this writer: the checks
+  that catch another writer (format version and features, namespaces; the
+  names, looked up as decoding goes), without those against hostile files."""
+  versions.check_version(m)
+  check_namespaces(m, _RaiseFirst())
+  return _decode_passed(m, key if keep_warm and source is None else None, keep_warm,
+                        trust_pickled_code, False, source)
+
+
 def _decode_passed(m: pb.Module, key, keep_warm: bool, trust_pickled_code: bool,
-                   placeholders: bool):
+                   placeholders: bool, source=None):
   """`checker.run`'s result for a Module that passed its checks before: the
   same decoding, without them (from `_WARM`'s start, kept if `keep_warm`)."""
-  dec = _decoder.Decoder(m, None, None, trust_pickled_code, placeholders)
-  warm = _WARM.get(key)
+  dec = _decoder.Decoder(m, source, None, trust_pickled_code, placeholders)
+  keep_warm = keep_warm and key is not None
+  warm = _WARM.get(key) if key is not None else None
   if warm is not None:
     cols, tables = warm
     dec.columns = dict(cols)  # (the decoder takes them out as it goes; it only reads them)

@@ -263,3 +263,36 @@ def _fingerprint(j, param, source_info=None, debug_info=None):
     d = inner.debug_info
     key += (None if d is None else debug_info(d), getattr(inner, "is_high", False))
   return key
+
+
+# --- the configuration, as text that another process can compare -------------
+
+def _stable(v):
+  """`v` as text that names it exactly, or None: atoms, enums and tuples or
+  frozensets of them; an AxisEnv or mesh only when empty (what a load
+  outside any trace sees)."""
+  t = type(v)
+  if v is None or t in (bool, int, str):
+    return f"{t.__name__}:{v!r}"
+  if t is float:
+    return f"float:{struct.pack('<d', v).hex()}"
+  if isinstance(v, enum.Enum):
+    return f"{t.__module__}.{t.__qualname__}.{v.name}"
+  if t is tuple or t is frozenset:
+    parts = [_stable(x) for x in v]
+    if None in parts:
+      return None
+    return f"{t.__name__}({','.join(parts if t is tuple else sorted(parts))})"
+  if t is core.AxisEnv:
+    empty = not (v.axis_sizes or v.spmd_axis_names or getattr(v, "explicit_mesh_axis_names", ()))
+    return "AxisEnv()" if empty else None
+  if getattr(v, "empty", False) is True and "Mesh" in t.__name__:
+    return f"{t.__name__}()"
+  return None
+
+
+def stable_context_key() -> str | None:
+  """`context_key()` as exact text, for keys that outlive the process (the
+  persistent verdict cache), or None where some setting has no exact text
+  (a mesh or named axes in scope: then nothing is kept)."""
+  return _stable(config.trace_context())
