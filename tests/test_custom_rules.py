@@ -622,3 +622,56 @@ def test_custom_vmap_rule_in_a_process_without_the_writers_code(tmp_path):
   outs = [run_json(script, path) for script in (_CV_WRITER, _CV_READER)]
   assert outs[1] == outs[0]  # the rule's (it scales by the batch index), bit for bit
   assert outs[0][0] == [0.0, 0.0, 0.0]
+
+
+# The batch size as a value (dim_as_value of the symbolic size in the saved
+# jaxprs): in the rule's jaxpr, in a jit inside it and in a scan's body.
+_CV_SIZE_CASES = """
+x = np.linspace(0.1, 1.0, 3, dtype=np.float32)
+xs = np.stack([x, 2 * x, 3 * x, 4 * x, 5 * x])
+cases = {
+  "eager": lambda g: jax.vmap(g)(xs),
+  "jit": lambda g: jax.jit(jax.vmap(g))(xs),
+  "nested": lambda g: jax.vmap(jax.vmap(g))(np.stack([xs, -xs])),
+  "grad": lambda g: jax.grad(lambda xs: jax.vmap(g)(xs).sum())(xs),
+  "size 1": lambda g: jax.vmap(g)(xs[:1]),
+}
+print(json.dumps({k: np.asarray(c(g)).tolist() for k, c in cases.items()}))
+"""
+
+_CV_SIZE_WRITER = """
+import sys, json
+import numpy as np, jax, jax.numpy as jnp
+import jaxpr_proto as jp
+
+@jax.custom_batching.custom_vmap
+def f(x):
+  return jnp.sin(x)
+
+@f.def_vmap
+def rule(axis_size, in_batched, x):
+  scaled = jax.jit(lambda v: v * axis_size)(x)
+  total, _ = jax.lax.scan(lambda c, v: (c + v / axis_size, None), jnp.zeros_like(x[0]), x)
+  return jnp.cos(scaled) + axis_size + total, in_batched[0]
+
+g = lambda x: f(x) * 2.0
+jp.save(jax.make_jaxpr(g)(np.zeros(3, np.float32)), sys.argv[1])
+""" + _CV_SIZE_CASES
+
+_CV_SIZE_READER = """
+import sys, json
+import numpy as np, jax
+import jaxpr_proto as jp
+loaded = jax.extend.core.jaxpr_as_fun(jp.load(sys.argv[1]))
+g = lambda x: loaded(x)[0]
+""" + _CV_SIZE_CASES
+
+
+def test_custom_vmap_rule_that_uses_the_batch_size_as_a_value(tmp_path):
+  """vmap (eagerly, under jit, nested, differentiated) of a loaded rule that
+  computes with its batch size, in a process without the writer's code,
+  gives the original's outputs bit for bit."""
+  path = tmp_path / "cv.jaxpb"
+  want, got = [run_json(script, path) for script in (_CV_SIZE_WRITER, _CV_SIZE_READER)]
+  assert got == want
+  assert want["size 1"][0][0] == pytest.approx(2 * (np.cos(0.1) + 1 + 0.1), rel=1e-6)  # the rule's

@@ -1,7 +1,9 @@
 """custom_vmap's batching rule, a Python function of the batch size, saved
 as the jaxprs it computes: traced at encode time for each pattern of batched
 operands (`in_batched`), with a symbolic batch size, and specialised to the
-real batch size when the loaded program is vmapped.
+real batch size when the loaded program is vmapped (where the rule uses the
+size as a value, in its jaxpr or any inside it, that value is then the size:
+Decoder.with_dims).
 
 The `rule` param is a `jax::custom_vmap_rule` extension: the rule's name, and
 for each pattern it could be traced for, the pattern, which outputs the rule

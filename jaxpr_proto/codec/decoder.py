@@ -66,7 +66,8 @@ class Decoder:
   @staticmethod
   def with_dims(cj, dim_env: dict):
     """A decoded closed jaxpr with the symbolic dims of `dim_env` ({name:
-    size}) made those sizes: written, and read again with them bound."""
+    size}) made those sizes (a dim_as_value of one, that size): written, and
+    read again with them bound."""
     m = encoder.encode(cj)
     with compat.eval_context():  # (JAX calls it while tracing: literals stay values)
       return Decoder(m, dim_env=dim_env).closed_jaxpr(m.root, "")
@@ -269,6 +270,8 @@ class Decoder:
           params = self.upgrader.params(prim.name, params, where)
         else:
           standins.refuse_stand_ins(prim.name, params, where, "")
+        if st.dim_env and prim is compat.dim_as_value_p:  # a size here (with_dims)
+          prim, params = compat.size_as_value(params["dim"])
         call = calls[key] = (prim, params, [], type(prim) is not Expanded and not placeholders)
       prim, params, uses, plain = call  # (one params dict for the group, as JAX shares them)
       origin = origins.get((tb, ns, cx))

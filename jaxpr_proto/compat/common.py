@@ -869,6 +869,20 @@ def call_custom_vmap_rule(fn, axis_size, in_batched, args):
   return _custom_batching.call_rule(fn, axis_size, in_batched, args)
 
 
+from jax._src.export import shape_poly as _shape_poly  # noqa: E402
+
+dim_as_value_p = _shape_poly.dim_as_value_p
+
+
+def size_as_value(size: int):
+  """(closed_call primitive, its params) that give `size` as dim_as_value
+  would: for a dim_as_value whose symbolic dim was made a size (a saved
+  custom_vmap rule at a batch size), which JAX can neither evaluate nor
+  lower."""
+  return closed_call_p, {"call_jaxpr": jax.make_jaxpr(
+      lambda: np.array(size, core.dim_value_dtype()))()}
+
+
 # --- checkify's errors: pytree nodes and effects in err_tree and out_trees ------------
 
 from jax._src import checkify as _checkify  # noqa: E402
