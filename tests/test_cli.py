@@ -602,3 +602,126 @@ def test_python_m(capsys, files, monkeypatch):
   assert e.value.code == 1
   out, err = capsys.readouterr()
   assert out == "" and err.startswith("jaxpr-proto: error: ") and "No such file" in err
+
+
+# --- jp.Function files: signature, inputs and outputs by path, --import ----------------
+
+def _step(p, batch, *, lr):
+  return {"loss": jnp.sum(jnp.sin(p["w"] * batch["x"])) * lr, "w": p["w"] - lr}
+
+
+@pytest.fixture(scope="module")
+def step_file(tmp_path_factory):
+  d = tmp_path_factory.mktemp("function")
+  args = ({"w": np.ones(3, np.float32)}, {"x": np.arange(3, dtype=np.float32)})
+  f = jp.trace(_step)(*args, lr=np.float32(0.5))
+  jp.save(f, d / "step.jaxpb")
+  return str(d / "step.jaxpb"), f
+
+
+def test_dump_function_prints_its_signature_then_its_jaxpr(capsys, step_file):
+  path, f = step_file
+  code, out, err = run_cli(capsys, "dump", path)
+  assert code == 0, err
+  assert out == ("function _step\n"
+                 "  in     p/w      f32[3]\n"
+                 "  in     batch/x  f32[3]\n"
+                 "  in     lr       f32[]\n"
+                 "  out    loss     f32[]\n"
+                 "  out    w        f32[3]\n" + str(f.closed_jaxpr) + "\n")
+
+
+def test_run_function_says_which_inputs_do_not_fit(capsys, step_file, tmp_path):
+  path, _ = step_file
+  cases = [
+      ({"p/w": np.ones(3, np.float32), "batch/y": np.ones(3, np.float32), "lr": np.float32(1)},
+       "missing batch/x (f32[3]); not an input: batch/y; the inputs are p/w, batch/x, lr"),
+      ({"p/w": np.ones(4, np.float32), "batch/x": np.ones(3, np.float32), "lr": np.float32(1)},
+       "input 0 (p/w): expected f32[3], got float32[4]"),
+      ({"p/w": np.ones(3, np.float32), "batch/x": np.ones(3, np.float32),
+        "lr": np.float32(1), "arr_0": np.ones(3)},
+       "not an input: arr_0"),
+  ]
+  for k, (arrays, says) in enumerate(cases):
+    np.savez(tmp_path / f"in{k}.npz", **arrays)
+    code, out, err = run_cli(capsys, "run", path, "--inputs", tmp_path / f"in{k}.npz")
+    assert code == 1 and out == "" and err.count("\n") == 1, err
+    assert says in err and "Traceback" not in err, err
+  # By name in one file and in order in another: one or the other.
+  np.savez(tmp_path / "named.npz", **{"p/w": np.ones(3, np.float32)})
+  np.savez(tmp_path / "ordered.npz", np.ones(3, np.float32))
+  code, _, err = run_cli(capsys, "run", path, "--inputs", tmp_path / "named.npz",
+                         tmp_path / "ordered.npz")
+  assert code == 1 and "either by name" in err and err.count("\n") == 1
+
+
+def test_run_closed_jaxpr_by_names_it_lacks_is_refused(capsys, files, tmp_path):
+  """An .npz whose names are not the arguments' is refused, not taken in
+  file order."""
+  x, i = args_of("cond")
+  np.savez(tmp_path / "other.npz", a=x, b=i)
+  code, _, err = run_cli(capsys, "run", files["cond"], "--inputs", tmp_path / "other.npz")
+  assert code == 1 and "missing x (f32[3]), i (i32[]); not an input: a, b" in err, err
+
+
+def test_diff_compares_signatures(capsys, step_file, tmp_path):
+  """The same eqns under other argument names differ by their signature."""
+  path, f = step_file
+
+  def _step(p, data, *, lr):  # batch -> data
+    return {"loss": jnp.sum(jnp.sin(p["w"] * data["x"])) * lr, "w": p["w"] - lr}
+
+  g = jp.trace(_step)({"w": np.ones(3, np.float32)}, {"x": np.ones(3, np.float32)},
+                      lr=np.float32(0.5))
+  jp.save(g, tmp_path / "renamed.jaxpb")
+  code, out, err = run_cli(capsys, "diff", path, tmp_path / "renamed.jaxpb")
+  assert code == 1 and err == ""
+  assert "~ signature\n-   in batch/x f32[3]\n+   in data/x f32[3]\n" in out, out
+  assert out.rstrip().endswith("eqns: 0 added, 0 removed, 0 changed, signature changed")
+  # A plain ClosedJaxpr of the same eqns has no signature: that differs too.
+  jp.save(f.closed_jaxpr, tmp_path / "plain.jaxpb")
+  code, out, _ = run_cli(capsys, "diff", path, tmp_path / "plain.jaxpb")
+  assert code == 1 and "-   function _step" in out and "signature changed" in out
+
+
+def test_dump_function_whose_pytree_node_is_not_registered(capsys, tmp_path, monkeypatch):
+  """Inspection shows a Function whose signature names a pytree node this
+  process lacks by its jaxpr, saying what to --import; running it says so."""
+  from jaxpr_proto.codec import names
+
+  @jax.tree_util.register_dataclass
+  @__import__("dataclasses").dataclass
+  class Pair:
+    a: jax.Array
+    b: jax.Array
+
+  names.register_pytree_node(Pair, "tests.test_cli.Pair")
+  f = jp.trace(lambda p: p.a * p.b)(Pair(np.ones(2, np.float32), np.ones(2, np.float32)))
+  jp.save(f, tmp_path / "pair.jaxpb")
+  names.PYTREE_NODES.remove("tests.test_cli.Pair")  # (as in a process without the class)
+  code, out, err = run_cli(capsys, "dump", tmp_path / "pair.jaxpb")
+  assert code == 0, err
+  first, rest = out.split("\n", 1)
+  assert first.startswith("function <lambda> (signature not shown: pytree node type "
+                          "'tests.test_cli.Pair' is not registered in this process")
+  assert "--import the module that defines it" in first
+  assert rest == str(f.closed_jaxpr) + "\n"
+  code, out, err = run_cli(capsys, "run", tmp_path / "pair.jaxpb", "--random")
+  assert code == 1 and err.count("\n") == 1 and "--import" in err, err
+
+
+def test_import(capsys, step_file, tmp_path):
+  path, _ = step_file
+  code, _, err = run_cli(capsys, "run", path, "--random", "--import", "no_such_module_xyz")
+  assert code == 1 and err == ("jaxpr-proto: cannot import 'no_such_module_xyz': No module "
+                               "named 'no_such_module_xyz'\n")
+  (tmp_path / "broken.py").write_text("raise RuntimeError('not today')\n")
+  code, _, err = run_cli(capsys, "load", path, "--import", tmp_path / "broken.py")
+  assert code == 1 and err.count("\n") == 1
+  assert "importing" in err and "RuntimeError: not today" in err
+  # A module that registers something: imported before the file is read.
+  (tmp_path / "registers.py").write_text("import sys\nsys.modules[__name__].seen = True\n")
+  code, _, err = run_cli(capsys, "load", path, "--import", tmp_path / "registers.py")
+  assert code == 0, err
+  assert any(getattr(m, "seen", False) for n, m in list(sys.modules.items())
+             if n.endswith("registers"))

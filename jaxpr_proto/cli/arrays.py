@@ -48,19 +48,19 @@ def load_inputs(paths, in_avals, names=None, static=()):
     raise CheckFailed("give the inputs either by name (" + _listed(named) + ") or in order "
                       "(arr_0, arr_1, ..., .npy files), not both")
   if named:
-    ordered = _by_name(named, names, static, in_avals)
+    ordered = _by_name(named, names, static, in_avals, ", ".join(sorted(set(where.values()))))
   if len(ordered) != len(in_avals):
     raise CheckFailed(f"the program takes {len(in_avals)} inputs ({avals_str(in_avals)}); "
                       f"got {len(ordered)}")
   return [_checked(k, name, x, a) for k, ((name, x), a) in enumerate(zip(ordered, in_avals))]
 
 
-def _by_name(named, names, static, in_avals):
+def _by_name(named, names, static, in_avals, files_):
   """[(name, array)] in the inputs' order; one line naming every input
   that is missing and every array that is not an input."""
   if not names or len(set(names)) != len(names):
-    raise CheckFailed(f"the program's inputs have no names ({avals_str(in_avals)}); give "
-                      "them in order, as arr_0, arr_1, ... (np.savez(path, *arrays))")
+    raise CheckFailed(f"{files_}: the program's inputs have no names ({avals_str(in_avals)}); "
+                      "give them in order, as arr_0, arr_1, ... (np.savez(path, *arrays))")
   missing = [f"{n} ({avals_str([a])})" for n, a in zip(names, in_avals) if n not in named]
   extra = [k for k in named if k not in names]
   if missing or extra:
@@ -73,7 +73,7 @@ def _by_name(named, names, static, in_avals):
     other = [k for k in extra if k not in static]
     if other:
       said.append("not an input: " + _listed(other))
-    raise CheckFailed("; ".join(said) + f"; the inputs are {_listed(names)}")
+    raise CheckFailed(f"{files_}: " + "; ".join(said) + f"; the inputs are {_listed(names)}")
   return [(n, named[n]) for n in names]
 
 

@@ -353,10 +353,11 @@ def build_parser() -> argparse.ArgumentParser:
 # What the command line can do about an error: (applies(error), hint).
 _HINTS = (
     (lambda e: isinstance(e, UnknownPrimitiveError),
-     "; register it in this process with jaxpr_proto.register_primitive(...), in a module "
-     "given with --import"),
+     "; here, --import a module that does so"),
     (lambda e: "not registered in this process" in e.message or "not known in this process"
-     in e.message, "; --import the module that registers it"),
+     in e.message, "; here, --import the module that registers it"),
+    (lambda e: "saved as pickled code" in e.message,
+     "; jaxpr-proto never unpickles code: dump, diff, view and check --structure show the file"),
 )
 
 

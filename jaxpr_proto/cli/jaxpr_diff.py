@@ -8,7 +8,8 @@ elsewhere is reported as changed, too. Params that hold sub-jaxprs (the body
 of a scan, the branches of a cond, ...) are diffed recursively.
 
 Everything is printed in jaxpr syntax, each side with its own variable names,
-which are the names `str(closed_jaxpr)` prints.
+which are the names `str(closed_jaxpr)` prints. For two jp.Functions the
+lines of their signatures (cli.signature) that differ come first.
 """
 from __future__ import annotations
 
