@@ -280,16 +280,3 @@ def build_all(d: str, kinds) -> None:
   for kind in kinds:
     if not kind.child:
       _write_in_process(kind, d, user)
-
-
-def pickled_placeholders() -> bool:
-  """Whether jp.load(unresolved="placeholder") opens a file whose callback
-  is saved as pickled code (another change; until then those cases xfail)."""
-  def f(x):
-    return jax.pure_callback(lambda v: v, jax.ShapeDtypeStruct((), np.float32), x)
-  data = jp.dumps(jax.make_jaxpr(f)(np.float32(1)), pickle_functions=True)
-  try:
-    jp.loads(data, unresolved="placeholder")
-  except jp.DecodeError:
-    return False
-  return True
