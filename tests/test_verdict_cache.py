@@ -249,3 +249,33 @@ def test_another_process_reuses_the_folder(tmp_path):
   assert run_json(_PROCESS, tmp_path / "verdicts", path) == [1, digest]
   assert run_json(_PROCESS, tmp_path / "verdicts", path) == [0, digest]
   assert run_json(_PROCESS, tmp_path / "other", path) == [1, digest]
+
+
+def _jit_rule_program(k: float, bad: bool = False):
+  """A program calling a custom_jvp function whose rule has a jit inside
+  (not shown linear by its jaxpr: traced), times k; its rule's tangent part
+  is not linear if `bad`."""
+  from tests.test_custom_rules import sin_with_rule
+  tangent = (lambda x, t: jnp.cos(x) * jax.jit(lambda t: t * 2.0)(t) * (t if bad else 1.0))
+  f = sin_with_rule(lambda x, t: jnp.sin(x), tangent)
+  return jp.dumps(jax.make_jaxpr(lambda x: f(x) * k)(1.0))
+
+
+def test_rule_verdicts_are_kept_per_rule(folder, monkeypatch):
+  """A custom_jvp rule's traced verdict is kept by the rule's encoding: a
+  later file calling the same rule does not trace it, and gets the verdict
+  a cold check gives, a refusal included."""
+  from jaxpr_proto.check import param_rules
+  good, bad = _jit_rule_program(2.0), _jit_rule_program(2.0, bad=True)
+  jp.loads(good)
+  cold_bad = _outcome(bad)
+  assert cold_bad[0] == "DecodeError" and "not linear" in cold_bad[2]
+  assert len([p for p in _entries(folder) if p.name.startswith("jvp-")]) == 2
+  traced = []
+  monkeypatch.setattr(param_rules, "_not_linear", lambda *a: traced.append(a))
+  monkeypatch.setattr(param_rules, "_primals_of_tangents", lambda *a: traced.append(a))
+  jp.clear_caches()
+  jp.loads(_jit_rule_program(3.0))  # another file, the same rule
+  assert _outcome(_jit_rule_program(3.0, bad=True)) == (cold_bad[0], cold_bad[1],
+                                                         cold_bad[2].replace("2.0", "3.0"))
+  assert traced == []

@@ -39,7 +39,7 @@ import dataclasses
 import os
 
 from jaxpr_proto import compat
-from jaxpr_proto.check import param_rules
+from jaxpr_proto.check import param_rules, rule_verdicts
 from jaxpr_proto.check.bounds import check_bounds, check_tokens
 from jaxpr_proto.check.signature import check_function
 from jaxpr_proto.check.structure import Structure, check_namespaces
@@ -192,11 +192,15 @@ def run(m, err, report, *, typecheck: bool = True, source=None, callbacks=None,
   root = dec.decode_all()
   dec.columns = {}  # (what decoding has not used; the decoder outlives the load)
   if root is not None and err.count == params_before and not dec.version_errors:
-    for path, message, is_version in param_rules.errors(dec):
-      if is_version:  # told in the versions stage
-        dec.version_errors.append((path, message, VersionError(message, path)))
-      else:
-        err(path, message)
+    traced = rule_verdicts.prefill(dec)  # (rules whose jaxpr shows them linear: not traced)
+    try:
+      for path, message, is_version in param_rules.errors(dec):
+        if is_version:  # told in the versions stage
+          dec.version_errors.append((path, message, VersionError(message, path)))
+        else:
+          err(path, message)
+    finally:  # (a refusal too: loading raises the first error)
+      rule_verdicts.keep(traced)
   dec.state.calls.clear()  # (the groups of eqns served the param checks only)
 
   _check_versions(m, err, report)
