@@ -16,7 +16,6 @@ import dataclasses
 import importlib.util
 import json
 import os
-import re
 import textwrap
 
 import jax
@@ -24,6 +23,7 @@ import numpy as np
 import pytest
 
 from jaxpr_proto.cli import commands as cli
+from jaxpr_proto.cli.printing import without_addresses
 from jaxpr_proto.wire import files
 from tests import cli_kinds
 from tests.cli_kinds import FILE_KINDS, KINDS
@@ -229,9 +229,6 @@ def convert_onnx(c: Case):
   assert len(model.graph.output) == len(c.kind.outputs)
 
 
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
 def trace(c: Case):
   """`trace` writes the kind's file from the user's module: the same program."""
   target, specs = c.kind.trace
@@ -239,7 +236,7 @@ def trace(c: Case):
   r = c.cli("trace", target.format(dir=c.dir), "--args", specs, "-o", out)
   assert r.code == 0, r.err
   assert os.path.exists(out + ".data") == c.kind.data_file
-  mine, theirs = (_ADDR.sub("", c.cli("dump", p, *c.imports()).out) for p in (out, c.file))
+  mine, theirs = (without_addresses(c.cli("dump", p, *c.imports()).out) for p in (out, c.file))
   assert mine == theirs and mine.startswith("function ")
 
 

@@ -70,14 +70,14 @@ def cmd_dump(args) -> int:
   return EXIT_OK
 
 
-def _signature_lines(program, indent: str = "  ") -> list[str]:
+def _signature_lines(program, head: str = "function ", indent: str = "  ") -> list[str]:
   """A Function's signature as dump and load print it, before the jaxpr
   (nothing for a plain ClosedJaxpr)."""
   sig = program.signature
   if sig is not None:
-    return sig.lines(indent)
+    return sig.lines(head, indent)
   if program.unread_signature:
-    return [f"function {program.module.function.name} (signature not shown: "
+    return [f"{head}{program.module.function.name} (signature not shown: "
             f"{program.unread_signature}; --import the module that defines it)"]
   return []
 
@@ -141,8 +141,8 @@ def cmd_load(args) -> int:
   _out(f"format        {m.format_version.major}.{m.format_version.minor}")
   _out(f"producer      jaxpr_proto {p.jaxpr_proto_version or '?'}, jax {p.jax_version or '?'}, "
        f"jaxlib {p.jaxlib_version or '?'}")
-  for line in _signature_lines(program, "              "):
-    _out(line.replace("function ", "function      ", 1) if line.startswith("function ") else line)
+  for line in _signature_lines(program, "function      ", " " * 14):
+    _out(line)
   _out(f"eqns          {top} top-level, {total} including sub-jaxprs")
   _out(f"in avals      {avals_str(cj.in_avals)}")
   _out(f"out avals     {avals_str(cj.out_avals)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 
 import jaxpr_proto
@@ -34,7 +35,7 @@ class Program:
   function: object = None
   unread_signature: str = ""
 
-  @property
+  @functools.cached_property
   def signature(self) -> signature.Signature | None:
     return None if self.function is None else signature.of(self.function)
 

@@ -20,9 +20,8 @@ import re
 import numpy as np
 
 from jaxpr_proto import compat
-from jaxpr_proto.cli.printing import aval_str
+from jaxpr_proto.cli.printing import aval_str, without_addresses
 
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 # --- printing -------------------------------------------------------------------
@@ -87,7 +86,7 @@ def canon(v):
     name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None)
     if name is not None:
       return ("callable", name)
-  return ("repr", _ADDR.sub("", repr(v)))
+  return ("repr", without_addresses(repr(v)))
 
 
 def _eqn_key(e):
@@ -101,7 +100,7 @@ def _short(v, limit: int = 80) -> str:
   if _is_jaxpr(v):
     s = str(v).replace("\n", " ")
   else:
-    s = _ADDR.sub("", repr(v))
+    s = without_addresses(repr(v))
   s = re.sub(r"\s+", " ", s)
   return s if len(s) <= limit else s[:limit - 3] + "..."
 

@@ -2,6 +2,10 @@
 errors in one line."""
 from __future__ import annotations
 
+import re
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
 
 def aval_str(aval) -> str:
   """`f32[8,3]`, as in a printed jaxpr."""
@@ -24,3 +28,8 @@ def first_line(e: Exception) -> str:
   """The first line of an error, with the next where it ends in ':'."""
   lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
   return " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+
+
+def without_addresses(text: str) -> str:
+  """A repr without the `at 0x7f...` of its objects (which differ per process)."""
+  return _ADDRESS.sub("", text)

@@ -11,11 +11,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from jaxpr_proto.cli.printing import aval_str
+from jaxpr_proto.cli.printing import aval_str, without_addresses
 
 # The name an output that is the whole result (not in a tuple or dict) goes by.
 ROOT_OUTPUT = "out"
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 _HEAD = re.compile(r"[A-Za-z_]\w*")
 # jp.trace(filter=True) traces a function of the flat inputs, named so by JAX.
 _FLAT_INPUT = re.compile(r"inputs\[\d+\]")
@@ -41,11 +40,11 @@ class Signature:
     return ([("in", p, t) for p, t in self.inputs] + [("static", p, v) for p, v in self.static]
             + [("out", p, t) for p, t in self.outputs])
 
-  def lines(self, indent: str = "  ") -> list[str]:
+  def lines(self, head: str = "function ", indent: str = "  ") -> list[str]:
     """`function NAME` and one aligned line per row (dump, load)."""
     rows = self.rows()
     width = max((len(p) for _, p, _ in rows), default=0)
-    return [f"function {self.name}"] + [f"{indent}{k:<6} {p:<{width}}  {t}" for k, p, t in rows]
+    return [head + self.name] + [f"{indent}{k:<6} {p:<{width}}  {t}" for k, p, t in rows]
 
   def diff_lines(self) -> list[str]:
     """One unpadded line per row and the name (diff compares these)."""
@@ -132,5 +131,5 @@ def static_str(v) -> str:
     name = names.function_name(v) or getattr(v, "__qualname__", None)
     if name:
       return name
-  text = _ADDR.sub("", repr(v))
+  text = without_addresses(repr(v))
   return text if len(text) <= 80 else text[:77] + "..."
