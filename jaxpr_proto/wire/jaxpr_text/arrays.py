@@ -58,10 +58,11 @@ def _float_text(x, dt) -> str:
     return "inf" if f > 0 else "-inf"
   if dt == np.float64:
     return repr(f)
-  for digits in range(1, 18):
-    s = f"{f:.{digits}g}"
-    if _bits(np.array(float(s), dt), dt) == bits:
-      return _as_float(s)
+  with np.errstate(over="ignore", invalid="ignore"):
+    for digits in range(1, 18):
+      s = f"{f:.{digits}g}"
+      if _bits(np.array(float(s), dt), dt) == bits:
+        return _as_float(s)
   return _as_float(repr(f))  # exact: f is the element's value
 
 
