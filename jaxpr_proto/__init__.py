@@ -6,7 +6,9 @@ from jaxpr_proto.errors import (CheckError, DecodeError, EncodeError, Error, Int
                                 IsolatedRunError, PrimitiveVersionError, RuleNotSavedError,
                                 UnknownPrimitiveError, UnresolvedError, UnsupportedJaxError,
                                 VersionError)
-from jaxpr_proto.api import check, clear_caches, decode, dumps, encode, load, loads, parse, save
+from jaxpr_proto.api import (check, clear_caches, decode, dumps, encode, format, load, loads, parse,
+                             save)
+from jaxpr_proto.wire.jaxpr_text import TextError
 from jaxpr_proto.codec.names import (register_callback, register_function, register_param_type,
                                      register_primitive, register_pytree_node)
 from jaxpr_proto.v1 import jaxpr_pb2 as proto

@@ -8,8 +8,8 @@ from jaxpr_proto.check import checker, loading
 from jaxpr_proto.codec import encoder
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import external as _external
-from jaxpr_proto.wire import files
-from jaxpr_proto.wire.files import parse, write_atomic
+from jaxpr_proto.wire import files, jaxpr_text
+from jaxpr_proto.wire.files import write_atomic
 
 
 def encode(closed_jaxpr, *, debug_info: bool = True, out_of_line=None,
@@ -59,6 +59,31 @@ def decode(module: pb.Module, *, typecheck: bool = True, external=None, callback
                         trust_pickled_code=trust_pickled_code, unresolved=unresolved)[1]
 
 
+def parse(data):
+  """The Module of a file's contents: `.jaxpb` bytes, or the text of a
+  `.jaxpr` file (a str). Not yet checked: `decode` or `check` it."""
+  if isinstance(data, str):
+    return jaxpr_text.parse_module(data)
+  return files.parse(data)
+
+
+def format(x, *, debug_info: bool = True, inline_max: int = jaxpr_text.INLINE_MAX) -> str:
+  """The jaxpr text of a ClosedJaxpr, jp.Function or Module (a `.jaxpr`
+  file's contents, docs/text_syntax.md): it prints as JAX prints the jaxpr,
+  with constants, params, source locations and custom rules in forms that
+  `parse` reads back to the same Module. `debug_info=False` leaves out
+  source locations, name stacks and debug info; arrays of more than
+  `inline_max` elements are written as base64 (those that `save` puts in
+  a data file, as references to it)."""
+  if isinstance(x, pb.Module):
+    return jaxpr_text.format_module(x, debug_info=debug_info, inline_max=inline_max)
+  return jaxpr_text.format_module(encode(x, debug_info=debug_info), inline_max=inline_max)
+
+
+def _to_bytes(m: pb.Module, form: str) -> bytes:
+  return jaxpr_text.to_bytes(m) if form == jaxpr_text.FORM else files.to_bytes(m, form)
+
+
 def dumps(closed_jaxpr, *, debug_info: bool = True, pickle_functions: bool = False) -> bytes:
   """ClosedJaxpr -> .jaxpb bytes (deterministic serialization); see `encode`
   for `pickle_functions`."""
@@ -76,13 +101,15 @@ def loads(data: bytes, *, typecheck: bool = True, callbacks=None,
 def save(closed_jaxpr, path, *, debug_info: bool = True,
          external_min_bytes: int = _external.MIN_BYTES, pickle_functions: bool = False) -> None:
   """Writes a .jaxpb file atomically: temp file in the same folder, fsync, rename.
+  A path ending in `.jaxpr` gets the program's text (see `format`).
 
   Arrays of `external_min_bytes` or more (1 MiB by default) go to one data
   file beside it, `<path>.data`, 64-byte aligned with a SHA-256 each, so that
   constants of any size save (a message cannot pass 2 GiB) and `load` maps
   them without a copy. A program without such arrays is one file.
   """
-  save_as(closed_jaxpr, path, files.BINARY, debug_info=debug_info,
+  form = jaxpr_text.FORM if jaxpr_text.is_text_path(path) else files.BINARY
+  save_as(closed_jaxpr, path, form, debug_info=debug_info,
           external_min_bytes=external_min_bytes, pickle_functions=pickle_functions)
 
 
@@ -95,8 +122,8 @@ def save_as(closed_jaxpr, path, form: str, *, debug_info: bool = True,
   path = os.fspath(path)
   sink = _external.DataFile(path + _external.DATA_SUFFIX, external_min_bytes)
   try:
-    data = files.to_bytes(encode(closed_jaxpr, debug_info=debug_info, out_of_line=sink,
-                                 pickle_functions=pickle_functions), form)
+    data = _to_bytes(encode(closed_jaxpr, debug_info=debug_info, out_of_line=sink,
+                            pickle_functions=pickle_functions), form)
   except BaseException:
     sink.discard()
     raise
@@ -109,14 +136,15 @@ def save_as(closed_jaxpr, path, form: str, *, debug_info: bool = True,
 def load(path, *, typecheck: bool = True, verify: bool = True, callbacks=None,
          trust_pickled_code: bool = False, unresolved: str = "error"):
   """Reads a .jaxpb file -> ClosedJaxpr (see `decode` for `typecheck` and
-  `callbacks`).
+  `callbacks`); a path ending in `.jaxpr` is read as text (see `parse`).
 
   Arrays stored in a data file beside it are mapped read-only, not copied:
   the program's constants are views of the mapping. Their SHA-256 is checked
   here unless `verify=False` (then `jp.check(path)` checks them later).
   """
   with open(path, "rb") as f:
-    m = parse(f.read())
+    data = f.read()
+  m = jaxpr_text.from_bytes(data) if jaxpr_text.is_text_path(path) else files.parse(data)
   return decode(m, typecheck=typecheck, external=_external.Folder.beside(path, verify),
                 callbacks=callbacks, trust_pickled_code=trust_pickled_code,
                 unresolved=unresolved)
@@ -125,8 +153,8 @@ def load(path, *, typecheck: bool = True, verify: bool = True, callbacks=None,
 def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
           external=None, callbacks=None,
           trust_pickled_code: bool = False) -> checker.CheckReport:
-  """Checks a .jaxpb: bytes, a Module, a file path, or a ClosedJaxpr /
-  jp.Function (encoded first). Returns a CheckReport listing every problem as
+  """Checks a .jaxpb: bytes, a Module, a file path (a `.jaxpr` one read as
+  text), or a ClosedJaxpr / jp.Function (encoded first). Returns a CheckReport listing every problem as
   (path, message); with raise_on_error, raises a CheckError instead of
   returning a failed report. A file that cannot be read raises OSError.
   A file's external arrays are read from its folder (and their checksums
@@ -135,6 +163,12 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
   to nothing is an error, as is pickled code without trust_pickled_code."""
   if isinstance(x, (compat.ClosedJaxpr, function.Function)):
     x = encode(x)
+  elif isinstance(x, (str, os.PathLike)) and jaxpr_text.is_text_path(x):
+    # (a text that does not parse raises its TextError, with line and column)
+    if external is None:
+      external = _external.Folder.beside(x)
+    with open(x, "rb") as f:
+      x = jaxpr_text.from_bytes(f.read())
   return checker.check(x, raise_on_error=raise_on_error, max_errors=max_errors,
                        source=_external.as_source(external), callbacks=callbacks,
                        trust_pickled_code=trust_pickled_code)

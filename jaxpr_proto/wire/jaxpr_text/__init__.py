@@ -21,6 +21,7 @@ from jaxpr_proto.wire.jaxpr_text.printer import INLINE_MAX
 from jaxpr_proto.wire.jaxpr_text.syntax import MAX_NESTING, MAX_TEXT_BYTES, TextError
 
 EXTENSION = ".jaxpr"
+FORM = "jaxpr"  # beside wire.files' forms (jaxpb, txtpb, json)
 
 
 def parse_module(text: str) -> pb.Module:
@@ -54,6 +55,26 @@ def format_module(m: pb.Module, *, debug_info: bool = True, inline_max: int = IN
   raise EncodeError(f"this Module's text does not read back as it: {first_difference(m, got)}")
 
 
+def to_bytes(m: pb.Module, **kw) -> bytes:
+  """The bytes of a .jaxpr file of `m` (UTF-8 text; see `format_module`)."""
+  return format_module(m, **kw).encode("utf-8")
+
+
+def from_bytes(data) -> pb.Module:
+  """The Module of a .jaxpr file's bytes (not yet checked; see
+  wire.files.check_header); a TextError for bad text."""
+  try:
+    text = bytes(data).decode("utf-8")
+  except UnicodeDecodeError as e:
+    raise TextError(f"not a .jaxpr file: not UTF-8 ({e})") from None
+  return parse_module(text)
+
+
+def is_text_path(path) -> bool:
+  """Whether a path names a .jaxpr file (by its extension)."""
+  return str(path).lower().endswith(EXTENSION)
+
+
 def first_difference(a, b, path: str = "") -> str:
   """The path of the first field where two messages differ, and the values."""
   for f, _ in a.ListFields() + b.ListFields():
@@ -78,5 +99,5 @@ def first_difference(a, b, path: str = "") -> str:
   return "no difference"
 
 
-__all__ = ["parse_module", "format_module", "TextError", "EXTENSION", "MAX_TEXT_BYTES",
-           "MAX_NESTING", "INLINE_MAX", "EncodeError"]
+__all__ = ["parse_module", "format_module", "to_bytes", "from_bytes", "is_text_path",
+           "TextError", "EXTENSION", "FORM", "MAX_TEXT_BYTES", "MAX_NESTING", "INLINE_MAX"]
