@@ -52,7 +52,9 @@ def text_of(tok) -> str:
 def number(tok) -> int | float:
   s = str(tok)
   if _INT.match(s):
-    return int(s, 0) if "x" not in s else (-1 if s[0] == "-" else 1) * int(s.lstrip("-"), 16)
+    if "x" in s:
+      return (-1 if s[0] == "-" else 1) * int(s.lstrip("-")[2:], 16)
+    return int(s, 10)
   return float(s)
 
 

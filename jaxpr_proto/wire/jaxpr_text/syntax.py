@@ -124,7 +124,8 @@ def _end(text: str) -> tuple[int, int]:
 
 _NAMES = {"NAME": "a name", "QNAME": "a qualified name", "NUMBER": "a number",
           "STRING": "a string", "_NL": "a line break", "LAMBDA": "'{ lambda'",
-          "VARID": "a variable id", "LOCREF": "#locN", "CTXREF": "#ctxN"}
+          "VARID": "a variable id", "LOCREF": "#locN", "CTXREF": "#ctxN",
+          "NEG_SPECIAL": "-inf", "BYTES": "b'bytes'", "ALIAS_KIND": "record (or enum, ...)"}
 
 
 def _expected(names) -> str:
