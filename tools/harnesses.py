@@ -21,7 +21,7 @@ written with `jp.dumps`, read with `jp.loads`, and must
 
 The verdicts, one per harness, are `ok` or the first check that failed, with
 its message; the totals are printed per verdict, and `--json F` writes all.
-tests/test_harnesses.py runs a bounded sample of this in the suite.
+tests/test_param_schemas.py runs a bounded sample of this in the suite.
 """
 from __future__ import annotations
 
