@@ -68,6 +68,7 @@ class Printer:
     self.taken: set[str] = set()  # definition and alias names
     self.bare: set[str] = set()  # strs written bare (an alias must not be spelled so)
     self.eqn_cols = [columns.of(j, f"jaxprs[{i}].") for i, j in enumerate(m.jaxprs)]
+    self.strs = _params_strs(m)  # (so that `name=layer` stays a str: `jaxpr=layer_jaxpr`)
     self._references()
     self._param_orders()
 
@@ -132,15 +133,17 @@ class Printer:
       else:
         shared = closed_refs[i] != 1
       if shared:
-        self.closed_name[i] = self._define(self._jaxpr_label(c.jaxpr))
+        self.closed_name[i] = self._define(self._jaxpr_label(c.jaxpr), "jaxpr")
     for j in range(len(m.jaxprs)):
       if j not in self.owner and open_refs[j] != 1:
-        self.open_name[j] = self._define(self._jaxpr_label(j))
-    self.rule_name = {i: self._define(self._rule_label(r)) for i, r in enumerate(m.rules)}
+        self.open_name[j] = self._define(self._jaxpr_label(j), "jaxpr")
+    self.rule_name = {i: self._define(self._rule_label(r), "rule") for i, r in enumerate(m.rules)}
 
-  def _define(self, label: str) -> str:
+  def _define(self, label: str, kind: str) -> str:
     name, k = label, 1
-    while name in self.taken or name in names.RESERVED:
+    if name in self.strs:
+      label = name = f"{label}_{kind}"
+    while name in self.taken or name in names.RESERVED or name in self.strs:
       k += 1
       name = f"{label}_{k}"
     self.taken.add(name)
@@ -771,6 +774,23 @@ class Printer:
       args.append(f"static_leaves={{{', '.join(items)}}}")
     callee = f.name if names.PLAIN_NAME.match(f.name) and f.name not in names.RESERVED else quote(f.name)
     return self.call(callee, args, 0)
+
+
+def _params_strs(m: pb.Module) -> set[str]:
+  """The strs the params hold (the names of functions, mostly)."""
+  out, stack = set(), [p.value for p in m.params]
+  while stack:
+    v = stack.pop()
+    kind = v.WhichOneof("kind")
+    if kind == "str":
+      out.add(v.str)
+    elif kind in ("tuple", "list", "frozenset"):
+      stack.extend(getattr(v, kind).items)
+    elif kind == "dict":
+      stack.extend(x for e in v.dict.entries for x in (e.key, e.value))
+    elif kind in ("record", "extension"):
+      stack.extend(f.value for f in getattr(v, kind).fields)
+  return out
 
 
 def _float(p, v, indent):
