@@ -27,6 +27,8 @@ program is theirs to compile, as for the original.
 """
 from __future__ import annotations
 
+import collections
+
 from jaxpr_proto.wire import walk
 
 MAX_INLINED_EQNS = 1 << 24
@@ -79,7 +81,9 @@ def check_bounds(st, err) -> None:
   size: dict[int, int] = {}   # jaxpr -> eqns, each use of a sub-jaxpr counted
   root = m.closed_jaxprs[m.root].jaxpr
   # Post-order over the jaxprs the root reaches (structure ruled out cycles).
-  subs_of_jaxpr: dict[int, list[int]] = {}  # jaxpr -> the sub-jaxprs of its eqns, each use
+  # jaxpr -> {sub-jaxpr: its uses by the jaxpr's eqns}, counted per distinct
+  # param (Counter counts in C: no Python step per eqn)
+  subs_of_jaxpr: dict[int, collections.Counter] = {}
   stack = [(root, False)]
   while stack:
     i, ready = stack.pop()
@@ -87,12 +91,15 @@ def check_bounds(st, err) -> None:
       continue
     subs = subs_of_jaxpr.get(i)
     if subs is None:
-      subs = subs_of_jaxpr[i] = [s for q in st.columns[i].params for s in param_subs(q)]
+      subs = subs_of_jaxpr[i] = collections.Counter()
+      for q, uses in collections.Counter(st.columns[i].params).items():
+        for s in param_subs(q):
+          subs[s] += uses
     if not ready:
       stack.append((i, True))
       stack.extend((s, False) for s in subs if s not in size)
       continue
-    size[i] = min(st.columns[i].n + sum(size[s] for s in subs),
+    size[i] = min(st.columns[i].n + sum(size[s] * uses for s, uses in subs.items()),
                   MAX_INLINED_EQNS + 1)  # no big ints from 2**100
     if size[i] > MAX_INLINED_EQNS:
       err(st.path_of(("j", i)), f"more than {MAX_INLINED_EQNS} eqns once each use of a "

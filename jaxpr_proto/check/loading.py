@@ -28,7 +28,8 @@ import jax
 
 from jaxpr_proto import compat
 from jaxpr_proto._version import __version__
-from jaxpr_proto.check import checker, verdict_cache
+from jaxpr_proto._config import config
+from jaxpr_proto.check import checker
 from jaxpr_proto.check.signature import check_function
 from jaxpr_proto.check.structure import check_namespaces
 from jaxpr_proto.codec import decoder as _decoder
@@ -93,7 +94,9 @@ def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
     key = (digest, trust_pickled_code, placeholders, names.generation(), memo.context_key())
   with paused_gc(), compat.eval_context():  # (loading inside a trace makes no tracers)
     passed = _PASSED.get(key) if key is not None else None
-    if passed is None and key is not None and (store := verdict_cache.store()) is not None:
+    if passed is None and key is not None and config.verdict_cache_dir:
+      from jaxpr_proto.check import verdict_cache  # (imported only where it is used)
+      store = verdict_cache.store()
       stored = verdict_cache.file_key(m, digest, trust_pickled_code, placeholders)
       passed = _stored_verdict(store, stored, key)
     if passed is not None and passed >= typecheck:

@@ -13,10 +13,19 @@ from __future__ import annotations
 import hashlib
 import struct
 
-from jaxpr_proto.check import linearity, verdict_cache
+from jaxpr_proto._config import config
+from jaxpr_proto.check import linearity
 from jaxpr_proto.codec import custom_rules, encoder
 
 _KIND = "jvp"
+
+
+def _store():
+  """The verdict cache's Store, or None (imported only where one is set)."""
+  if not config.verdict_cache_dir:
+    return None
+  from jaxpr_proto.check import verdict_cache
+  return verdict_cache.store()
 
 
 def _jvp_rules(dec):
@@ -38,6 +47,7 @@ def _jvp_rules(dec):
 
 
 def _key(jvp, n_primals: int, n_outs: int) -> bytes | None:
+  from jaxpr_proto.check import verdict_cache
   ctx = verdict_cache.context()
   if ctx is None:
     return None
@@ -52,7 +62,7 @@ def prefill(dec) -> list:
   """Puts the verdicts known without tracing into the rules' `checked`;
   returns [(rule, key)] of those left to trace, whose verdicts the cache
   would keep (for `keep`)."""
-  store = verdict_cache.store()
+  store = _store()
   left = []
   try:
     rules = list(_jvp_rules(dec))
@@ -82,7 +92,7 @@ def prefill(dec) -> list:
 
 def keep(left) -> None:
   """Writes the verdicts traced for the rules of `prefill`'s list."""
-  store = verdict_cache.store()
+  store = _store()
   if store is None:
     return
   for rule, key in left:

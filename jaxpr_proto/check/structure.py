@@ -9,7 +9,8 @@ from __future__ import annotations
 import bisect
 import collections
 import itertools
-import operator
+
+import numpy as np
 
 from jaxpr_proto import compat
 from jaxpr_proto.errors import DecodeError
@@ -18,9 +19,9 @@ from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import columns, walk
 
 
-def _eqn_of(counts):
-  """The eqn of each entry of a column that `counts` entries per eqn."""
-  return itertools.chain.from_iterable(map(itertools.repeat, itertools.count(), counts))
+def _ids(col) -> np.ndarray:
+  """A column of variable ids (+ 1) as an array."""
+  return np.array(col, np.int64) if col else np.zeros(0, np.int64)
 
 
 class Structure:
@@ -36,6 +37,7 @@ class Structure:
     self.paths: dict[tuple, str] = {}
     self.param_names = [p.name for p in m.params]  # of each entry of Module.params
     self.n_param_names = len(set(self.param_names))  # (an eqn has at most one param of each)
+    self._name_ids = None  # each param's name as an int, made where needed (_distinct_names)
 
   def ref(self, table: str, i: int, path: str, what: str | None = None) -> bool:
     n = self.n[table]
@@ -289,7 +291,10 @@ class Structure:
         collect(columns.of, j, prefix)  # tells why
         eqns = ()
     if c is not None:
-      if self._fast_columns(node, scope.vars, c, prefix):
+      # (the ids the jaxpr's outputs and effects use after its eqns)
+      later = [a.var for a in j.outvars if a.WhichOneof("kind") == "var"]
+      later += [e.input_var for e in j.effects if e.HasField("input_var")]
+      if self._fast_columns(node, scope.vars, c, prefix, later):
         eqns = ()
       elif j.HasField("columns"):  # checked eqn by eqn, to report each problem at its path
         eqns = columns.as_eqns(j, prefix)
@@ -340,41 +345,51 @@ class Structure:
       return f"{len(e.params)} params, more than an eqn may have ({columns.MAX_PARAMS_PER_EQN})"
     return None
 
-  def _fast_columns(self, node, defined, c: columns.Columns, prefix: str) -> bool:
+  def _fast_columns(self, node, defined, c: columns.Columns, prefix: str, later=()) -> bool:
     """The checks of `jaxpr` for its eqns (in either form, read as columns),
-    column by column: True when they all passed (their variables now
-    defined in `defined`), else False, to check them eqn by eqn, which
-    reports what is wrong (nothing is left done here then)."""
+    column by column, as NumPy arrays (no Python step per eqn): True when
+    they all passed (their variables now defined in `defined`), else False,
+    to check them eqn by eqn, which reports what is wrong (nothing is left
+    done here then). Of the variables the eqns define, only those in `later`
+    (ids the jaxpr uses after them) join `defined`: no dict of every one."""
     n = self.n
     if c.effects or c.unset:
       return False
     for col, size in ((c.primitive, n["primitives"]), (c.name_stack, n["name_stacks"]),
                       (c.context, n["contexts"]), (c.traceback, max(n["tracebacks"], 1)),
                       (c.params, n["params"]), (c.result_avals, n["avals"])):
-      if col and max(col) >= size:
+      if col and max(col) >= size:  # (uint32: none below 0)
         return False
-    if any(lit.aval >= n["avals"] or not lit.HasField("value") for lit in c.literals):
+    if any(lit.aval >= n["avals"] or not lit.HasField("value")
+           for lit in c.literals):
       return False
     if c.params and max(c.param_count) > columns.MAX_PARAMS_PER_EQN:
       return False  # (told eqn by eqn, before anything per param)
-    if c.params and max(c.param_count) > 1:  # no eqn has two params of one name
-      names, q = self.param_names, 0
-      for count in c.param_count:
-        if count > 1 and len({names[p] for p in c.params[q:q + count]}) != count:
-          return False
-        q += count
+    ops, results = _ids(c.operands), _ids(c.results)  # (uint32 + 1: within int64)
+    op_eqn = np.repeat(np.arange(c.n), c.operand_count)
+    if c.params and max(c.param_count) > 1 and not self._distinct_names(c):
+      return False  # (a param name given twice in an eqn)
     # SSA, and each variable defined before its use (ids + 1 in the columns; 0,
-    # a literal operand or a dropped output, is defined before every eqn).
-    # Iterators of builtins, no Python loop: this runs over every eqn.
-    ops, results = c.operands, c.results
-    before = {v + 1 for v in defined}
-    bound = list(filter(None, results))
-    if len(set(bound)) != len(bound) or not before.isdisjoint(bound):
+    # a literal operand or a dropped output, is defined before every eqn):
+    # the defined ids sorted, with the eqn defining each (-1: before them all).
+    bound = results != 0
+    before = np.fromiter((v + 1 for v in defined), np.int64, len(defined))
+    ids = np.concatenate((before, results[bound]))
+    at = np.concatenate((np.full(len(before), -1),
+                         np.repeat(np.arange(c.n), c.result_count)[bound]))
+    order = np.argsort(ids, kind="stable")
+    ids, at = ids[order], at[order]
+    if len(ids) > 1 and not np.all(ids[1:] != ids[:-1]):
+      return False  # (defined twice)
+    used = ops != 0
+    where = np.searchsorted(ids, ops[used])
+    where[where == len(ids)] = 0
+    if len(ids) == 0 and used.any():
       return False
-    at = dict(zip(results, _eqn_of(c.result_count)))  # variable -> the eqn defining it
-    at.update(dict.fromkeys(before, -1))
-    at[0] = -1
-    if not all(map(operator.lt, map(at.get, ops, itertools.repeat(c.n)), _eqn_of(c.operand_count))):
+    if used.any() and not (np.all(ids[where] == ops[used])
+                           and np.all(at[where] < op_eqn[used])):
+      return False
+    if c.literals and not self._literal_values(node, c, op_eqn, ~used, prefix):
       return False
     edges = self.edges.setdefault(node, {})
     for p in set(c.params):
@@ -383,18 +398,44 @@ class Structure:
       edges.setdefault(("x", x), "")
     for a in set(c.result_avals):
       edges.setdefault(("a", a), "")
-    if c.literals:
-      lits = iter(c.literals)
-      o = 0
-      for k, n_ops in enumerate(c.operand_count):
-        for q, x in enumerate(ops[o:o + n_ops]):
-          if not x:
-            lit = next(lits)
-            edges.setdefault(("a", lit.aval), "")
-            self.values(node, lit.value, f"{prefix}eqn[{k}].invars[{q}]")
-        o += n_ops
-    defined.update(dict.fromkeys(map(operator.sub, bound, itertools.repeat(1))))
+    for lit in c.literals:
+      edges.setdefault(("a", lit.aval), "")
+    if later and len(ids):
+      wanted = np.array(later, np.int64) + 1
+      hit = ids[np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)] == wanted
+      defined.update(dict.fromkeys((wanted[hit] - 1).tolist()))
     return True
+
+  def _distinct_names(self, c: columns.Columns) -> bool:
+    """No eqn has two params of one name: (eqn, name) pairs are distinct."""
+    names = self._name_ids
+    if names is None:
+      index: dict[str, int] = {}
+      names = self._name_ids = np.array([index.setdefault(x, len(index))
+                                         for x in self.param_names], np.int64)
+    pairs = np.repeat(np.arange(c.n), c.param_count) * max(len(names), 1) + names[c.params]
+    return len(np.unique(pairs)) == len(pairs)
+
+  def _literal_values(self, node, c: columns.Columns, op_eqn, is_literal, prefix) -> bool:
+    """Checks the references in the literals' values, each distinct value
+    once (a model repeats its literals: `x * 2.0` in every layer). False,
+    with nothing reported, where one fails: the eqn-by-eqn path reports it
+    at each use."""
+    found = []
+    err, self.err = self.err, lambda path, message: found.append((path, message))
+    try:
+      seen = set()
+      starts = np.concatenate(([0], np.cumsum(c.operand_count)[:-1]))
+      eqns = op_eqn[is_literal].tolist()
+      positions = (np.flatnonzero(is_literal) - starts[op_eqn[is_literal]]).tolist()
+      for lit, k, q in zip(c.literals, eqns, positions):
+        key = lit.value.SerializeToString(deterministic=True)
+        if key not in seen:
+          seen.add(key)
+          self.values(node, lit.value, f"{prefix}eqn[{k}].invars[{q}]")
+    finally:
+      self.err = err
+    return not found
 
   def _fast_eqn(self, node, defined, prefix):
     """The checks of `jaxpr` for an eqn without effects, building only the

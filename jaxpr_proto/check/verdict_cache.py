@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import tempfile
 import time
 
 import jax
@@ -88,6 +87,7 @@ class Store:
       return
     path, digest = self._name(kind, key)
     data = entry(kind, digest, value)
+    import tempfile  # (only where a verdict is written)
     try:
       os.makedirs(self.folder, exist_ok=True)
       fd, tmp = tempfile.mkstemp(prefix=_TMP, dir=self.folder)
