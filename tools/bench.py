@@ -25,6 +25,10 @@ the smallest size (linear scaling is 1.0x); and a traced unrolled model of
 source lines), against make_jaxpr. With --big-gib, a program closing
 over a constant of that many GiB: `jp.save` and `jp.load` each in a fresh
 process, their time and peak resident memory (ru_maxrss) above the data.
+With --fresh N, issue 32's first loads, each in a fresh process
+(tools/bench_fresh.py: make_jaxpr against jp.loads with and without the
+verdict cache, typecheck=False, pickle.loads, dumps+loads against
+jax.export; a Dask worker's first task; import time).
 """
 from __future__ import annotations
 
@@ -96,7 +100,7 @@ def transformer_block_grad():
   return "transformer_block_grad", jax.grad(loss), (params, x)
 
 
-def mlp_sgd_step(layers: int = 8, width: int = 512, batch: int = 32):
+def mlp_sgd_step(layers: int = 8, width: int = 512, batch: int = 32, lr: float = 0.01):
   """The issue's program: one SGD step of an 8-layer relu MLP of width 512."""
   k = jax.random.split(jax.random.key(0), layers + 1)
   params = [(jax.random.normal(k[i], (width, width)) * 0.04, jnp.zeros(width))
@@ -110,7 +114,7 @@ def mlp_sgd_step(layers: int = 8, width: int = 512, batch: int = 32):
     return jnp.mean((x @ w + b - y) ** 2)
 
   def step(p, x, y):
-    return jax.tree.map(lambda a, g: a - 0.01 * g, p, jax.grad(loss)(p, x, y))
+    return jax.tree.map(lambda a, g: a - lr * g, p, jax.grad(loss)(p, x, y))
   return f"mlp_sgd_step_{layers}x{width}", step, (params, x, y)
 
 
@@ -256,11 +260,12 @@ def chain(n: int, lanes: int = 128):
   return ClosedJaxpr(step.replace(outvars=heads, eqns=eqns), ())
 
 
-def bench_eqns(sizes, repeat):
-  print("\n== chains of elementwise eqns (jp.dumps; jp.loads(typecheck=False))")
+def bench_eqns(sizes, repeat, lanes=128):
+  print(f"\n== {'one chain' if lanes == 1 else f'{lanes} chains'} of elementwise eqns "
+        "(jp.dumps; jp.loads(typecheck=False))")
   base = None
   for n in sizes:
-    cj = chain(n)
+    cj = chain(n, lanes)
     r = repeat if n <= 100_000 else 1
     t_enc, _, data = _best(lambda: jp.dumps(cj), r)
     t_dec, _, cj2 = _best(lambda: jp.clear_caches() or jp.loads(data, typecheck=False), r)
@@ -270,6 +275,21 @@ def bench_eqns(sizes, repeat):
     print(f"  {n:>9,} eqns: dumps {n / t_enc:>9,.0f} eqns/s   loads {n / t_dec:>9,.0f} eqns/s   "
           f"{len(data) / n:5.1f} bytes/eqn   time per eqn vs {sizes[0]:,}: "
           f"dumps {per[0] / base[0]:4.2f}x, loads {per[1] / base[1]:4.2f}x")
+
+
+def unrolled_fn(layers: int, lanes: int = 8, offset: float = 0.001):
+  """The function and arguments of `unrolled`'s program."""
+  import numpy as np
+  ws = [np.full((16, 16), 0.01 * (k + 1), np.float32) for k in range(4)]
+
+  def f(xs, ws):
+    out = []
+    for x in xs:
+      for k in range(layers):
+        x = jnp.tanh(x @ ws[k % 4] + offset * k)
+      out.append(x.sum())
+    return out
+  return f, ([np.ones((4, 16), np.float32)] * lanes, ws)
 
 
 def unrolled(layers: int, lanes: int = 8):
@@ -383,17 +403,26 @@ def main(argv=None):
                   help="layers of each of the 8 traced unrolled models (0 for none)")
   ap.add_argument("--big-gib", type=float, default=0.0,
                   help="also save and load a program with a constant of this many GiB")
+  ap.add_argument("--lanes", default="1,100",
+                  help="independent chains in the eqn-chain rows, comma-separated")
+  ap.add_argument("--fresh", type=int, default=0,
+                  help="also issue 32's first loads in fresh processes, medians of this many "
+                       "(tools/bench_fresh.py)")
   args = ap.parse_args(argv)
   print(f"jax {jax.__version__}, backend {jax.default_backend()}, best of {4 * args.repeat} "
         f"(programs) and {args.repeat} (many eqns)")
   for name, fn, fargs in (mlp_sgd_step(), demo_program(), transformer_block_grad()):
     bench(name, fn, fargs, 4 * args.repeat)
   if args.eqns:
-    bench_eqns([int(n) for n in args.eqns.split(",")], args.repeat)
+    for lanes in args.lanes.split(","):
+      bench_eqns([int(n) for n in args.eqns.split(",")], args.repeat, int(lanes))
   if args.layers:
     bench_unrolled(args.layers, args.repeat)
   if args.big_gib:
     bench_big(args.big_gib)
+  if args.fresh:
+    import bench_fresh
+    bench_fresh.main(["--runs", str(args.fresh)])
 
 
 if __name__ == "__main__":
