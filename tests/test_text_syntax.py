@@ -177,6 +177,12 @@ ERRORS = {
     "a call the syntax lacks": (("accuracy=None", "accuracy=bar(1)"), "bar", "bar(...): not a call"),
     "a location not listed": (("] a\n", "] a loc(#loc4)\n"), "#loc4", "#loc4 is not given"),
     "too few elements": (("lambda ;", "lambda c:f32[2] = [1.0];"), "1.0]", "1 elements for shape [2]"),
+    "a variable id too big": (("] a\n", "] %4294967295\n"), "%4294967295", "below 2**32 - 1"),
+    "a mesh axis too big": (("accuracy=None", "accuracy=Mesh(('x', 9223372036854775808))"),
+                            "9223372036854775808", "expected an int from"),
+    "a bad escape": (("accuracy=None", "accuracy='\\x4'"), "'\\x4'", "a bad string"),
+    "a lone surrogate": (("accuracy=None", "accuracy='\\ud800'"), "'\\ud800'", "a bad string"),
+    "an int of 5000 digits": (("accuracy=None", "accuracy=" + "9" * 5000), "9999", "does not read"),
     "a second =": (("] a\n", "] a = a\n"), "= a\n", "unexpected '='"),
 }
 

@@ -51,11 +51,14 @@ def text_of(tok) -> str:
 
 def number(tok) -> int | float:
   s = str(tok)
-  if _INT.match(s):
-    if "x" in s:
-      return (-1 if s[0] == "-" else 1) * int(s.lstrip("-")[2:], 16)
-    return int(s, 10)
-  return float(s)
+  try:
+    if _INT.match(s):
+      if "x" in s:
+        return (-1 if s[0] == "-" else 1) * int(s.lstrip("-")[2:], 16)
+      return int(s, 10)
+    return float(s)
+  except ValueError as e:  # (Python reads ints of up to 4,300 digits)
+    raise error_at(tok, f"a number Python does not read: {e}") from None
 
 
 class Builder:
@@ -103,10 +106,15 @@ class Builder:
     if self.unknown is not None:
       a = pb.Array()
       self.data(self.unknown, a)
+      rest = pb.Module()
       try:
-        m.MergeFromString(a.data)
+        rest.MergeFromString(a.data)
       except Exception as e:  # (protobuf's DecodeError)
         raise error_at(self.unknown, f"bad unknown fields: {e}") from None
+      if rest.ListFields():  # (the text itself says what the known fields hold)
+        raise error_at(self.unknown, "unknown_fields holds fields of the schema: "
+                                     f"{', '.join(f.name for f, _ in rest.ListFields())}")
+      m.MergeFrom(rest)
     return m
 
   def seed(self, table_tok, text_tok):
@@ -179,7 +187,7 @@ class Builder:
   def _format(self, item):
     tok = item.children[0]
     major, _, minor = str(tok).partition(".")
-    if not (major.isdigit() and minor.isdigit()):
+    if not (major.isdigit() and minor.isdigit() and int(major) < 1 << 32 and int(minor) < 1 << 32):
       raise error_at(tok, "the format is major.minor, such as 1.4")
     self.m.format_version.major, self.m.format_version.minor = int(major), int(minor)
 
@@ -430,7 +438,7 @@ class Builder:
     s.dtype, s.key_impl, angles = self.dtype_head(name, angles)
     if angles:
       ms = text_of(angles[0].children[0])
-      if ms not in _MEMORY_SPACE and not ms.isdigit():
+      if ms not in _MEMORY_SPACE and not (ms.isdigit() and int(ms) < 1 << 31):
         raise error_at(angles[0], f"memory space {ms!r} (host or any)")
       s.memory_space = _MEMORY_SPACE[ms] if ms in _MEMORY_SPACE else int(ms)
       if len(angles) > 1:
@@ -630,12 +638,13 @@ class Builder:
       return str(node.children[0]) == "True"
     raise error_at(node, "expected True or False")
 
-  def int_(self, node, lo=-(1 << 63), hi=1 << 64) -> int:
+  def int_(self, node, lo=-(1 << 63), hi=1 << 63) -> int:
+    """An int in [lo, hi) (an int64 by default)."""
     if isinstance(node, Token) and node.type == "NUMBER":
       v = number(node)
       if type(v) is int and lo <= v < hi:
         return v
-    raise error_at(node, "expected an int")
+    raise error_at(node, f"expected an int from {lo} to {hi - 1}")
 
   def str_(self, node) -> str:
     if isinstance(node, Token) and node.type == "STRING":
@@ -689,7 +698,7 @@ class Builder:
     args, _ = self.call_args(node, set())
     if len(args) != 1:
       raise error_at(node, "nan(0xBITS)")
-    return self.int_(args[0], 0)
+    return self.int_(args[0], 0, 1 << 64)
 
   def data(self, node, a: pb.Array) -> None:
     """Fills `a.data` (or `a.external`) from a list of numbers, base64(...)
@@ -723,8 +732,8 @@ class Builder:
         raise error_at(node, "external('FILE', offset=N, length=N, sha256='HEX')")
       x = a.external
       x.location = self.str_(args[0])
-      x.offset = self.int_(kw["offset"], 0) if "offset" in kw else 0
-      x.length = self.int_(kw["length"], 0) if "length" in kw else 0
+      x.offset = self.int_(kw["offset"], 0, 1 << 64) if "offset" in kw else 0
+      x.length = self.int_(kw["length"], 0, 1 << 64) if "length" in kw else 0
       if "sha256" in kw:
         try:
           x.sha256 = bytes.fromhex(self.str_(kw["sha256"]))
@@ -1166,8 +1175,8 @@ class JaxprBuilder:
     s = str(tok)
     if tok.type == "VARID":
       i = int(s[1:])
-      if i >= 1 << 32:
-        raise error_at(tok, "a variable id is a uint32")
+      if i >= (1 << 32) - 1:  # (columns hold id + 1, a uint32)
+        raise error_at(tok, "a variable id is below 2**32 - 1")
     elif s == "_":
       if not drop_ok:
         raise error_at(tok, "only an eqn's result may be dropped (_)")
@@ -1182,7 +1191,10 @@ class JaxprBuilder:
   def ref(self, tok) -> int:
     s = str(tok)
     if tok.type == "VARID":
-      return int(s[1:])
+      i = int(s[1:])
+      if i >= (1 << 32) - 1:
+        raise error_at(tok, "a variable id is below 2**32 - 1")
+      return i
     if s not in self.ids:
       raise error_at(tok, f"{s} is not defined before it is used")
     return self.ids[s]

@@ -9,6 +9,7 @@ before lark's tree (and the builder's walk over it) could be.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import pathlib
 
@@ -82,11 +83,24 @@ class Layout:
       yield tok
 
 
+def _literal(tok):
+  """A STRING or BYTES token, refused here (with its place) unless it is a
+  Python literal that protobuf can hold: `names.unquote` reads it later."""
+  try:
+    v = ast.literal_eval(tok)
+    if isinstance(v, str):
+      v.encode("utf-8")
+  except (SyntaxError, ValueError, UnicodeEncodeError) as e:
+    raise TextError(f"a bad string: {e}", tok.line, tok.column) from None
+  return tok
+
+
 @functools.cache
 def _parser() -> lark.Lark:
   grammar = (pathlib.Path(__file__).parent / "grammar.lark").read_text()
   return lark.Lark(grammar, parser="lalr", lexer="contextual", postlex=Layout(),
-                   maybe_placeholders=True, cache=False)
+                   maybe_placeholders=True, cache=False,
+                   lexer_callbacks={"STRING": _literal, "BYTES": _literal})
 
 
 def tree(text: str) -> lark.Tree:
