@@ -44,22 +44,37 @@ def _bytes(m) -> bytes:
 @pytest.mark.parametrize("p", corpus.PROGRAMS, ids=lambda p: p.name)
 def test_corpus_reads_back_byte_for_byte(p):
   cj = corpus.trace(p)
-  m = jp.encode(cj)
-  text = printer.print_module(m)
-  assert _bytes(jp.parse(text)) == _bytes(m), jt.first_difference(m, jp.parse(text))
-  assert jp.format(m) == text  # (no table needs to be given as a seed)
-  # Without debug info, what jp.encode(debug_info=False) writes.
-  assert _bytes(jp.parse(jp.format(cj, debug_info=False))) == _bytes(jp.encode(cj, debug_info=False))
+  for debug_info in (True, False):
+    m = jp.encode(cj, debug_info=debug_info)
+    back = jp.parse(printer.print_module(m))  # (no table given as a seed)
+    assert _bytes(back) == _bytes(m), jt.first_difference(m, back)
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: f"{p.parent.name}-{p.stem}")
 def test_golden_files_read_back_byte_for_byte(path):
   m = jp.parse(path.read_bytes())
+  back = jp.parse(printer.print_module(m))
+  if path.parent.name == "future" and _bytes(back) != _bytes(m):
+    # A hand-made file of a future JAX holds a param nothing before it
+    # interned: its text gives the params table outright.
+    text = jp.format(m)
+    assert [line.split()[1] for line in text.splitlines() if line.startswith("seed ")] == ["params"]
+    back = jp.parse(text)
+  assert _bytes(back) == _bytes(m), jt.first_difference(m, back)
+
+
+def test_format_checks_its_text_and_seeds_what_the_body_cannot_order():
+  m = jp.encode(jax.make_jaxpr(lambda x: jnp.sum(jnp.sin(x) ** 2))(np.ones(3, np.float32)))
+  assert len(m.params) > 2
+  m.params.reverse()  # (a table in another order than a writer's)
+  for e in m.jaxprs[0].eqns:
+    e.params[:] = [len(m.params) - 1 - i for i in e.params]
   text = jp.format(m)
+  assert "seed params '" in text
   assert _bytes(jp.parse(text)) == _bytes(m)
-  seeds = [line.split()[1] for line in text.splitlines() if line.startswith("seed ")]
-  # A hand-made file of a future JAX holds a param nothing before it interned.
-  assert not seeds or (path.parent.name == "future" and seeds == ["params"]), seeds
+  m.jaxprs[0].eqns[0].primitive = 99  # no text names a primitive out of range
+  with pytest.raises(jp.EncodeError, match="primitive 99 is out of range"):
+    jp.format(m)
 
 
 def test_the_text_is_deterministic_and_a_fixed_point():
@@ -248,14 +263,14 @@ def _chain(n: int) -> str:
 
 
 def test_parsing_time_is_linear_in_the_text():
-  small, big = _chain(1000), _chain(8000)
+  small, big = _chain(500), _chain(4000)
   jp.parse(small)
   t0 = time.perf_counter()
   jp.parse(small)
   t1 = time.perf_counter()
   m = jp.parse(big)
   t2 = time.perf_counter()
-  assert m.jaxprs[0].HasField("columns") and len(m.jaxprs[0].columns.primitive) == 8000
+  assert m.jaxprs[0].HasField("columns") and len(m.jaxprs[0].columns.primitive) == 4000
   assert (t2 - t1) < 8 * 3 * (t1 - t0) + 0.5, (t1 - t0, t2 - t1)
 
 
