@@ -5,8 +5,9 @@ what the printout lacks in forms that parse back (docs/text_syntax.md).
   byte for byte the Module that was formatted (`format_module` checks it).
 * `grammar.lark` is the grammar, read by lark's LALR parser (`syntax`,
   which bounds the text's size and nesting first); `builder` walks lark's
-  tree into a Module in the order the encoder writes one; `printer` writes
-  the text; `arrays` and `names` hold the numbers and words of both.
+  tree into a Module in the order the encoder writes one, `values` reads
+  what eqns hold (params, constants, types, ...); `printer` writes the
+  text; `arrays` and `names` hold the numbers and words of both.
 
 Like `wire.files`, this reads and writes only the message: a text names no
 code, and what it parses to goes through the same decoder and checks as a
