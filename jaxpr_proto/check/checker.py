@@ -47,7 +47,7 @@ from jaxpr_proto.check.typecheck import iter_type_errors
 from jaxpr_proto.codec import decoder as _decoder
 from jaxpr_proto.errors import CheckError, DecodeError, Error, VersionError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from jaxpr_proto.wire import external, files, versions, walk
+from jaxpr_proto.wire import external, files, jaxpr_text, versions, walk
 
 STAGES = ("structure", "params", "versions", "types", "function")
 
@@ -113,7 +113,9 @@ class _Collector:
 def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
           source=None, callbacks=None, trust_pickled_code: bool = False,
           placeholders: bool = False) -> CheckReport:
-  """Checks a .jaxpb (bytes, Module or file path); `jp.check` also takes a
+  """Checks a .jaxpb (bytes, Module or file path; a `.jaxpr` path is read as
+  its text, one that does not parse reported with its line and column, at
+  the structure stage); `jp.check` also takes a
   ClosedJaxpr or jp.Function, which it encodes first. The arrays a file
   stores outside its message are read (and their checksums checked) from
   its folder; for bytes or a Module, from `source` (a wire.external.Source).
@@ -138,13 +140,16 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
 def _as_module(x, err):
   if isinstance(x, pb.Module):
     return x
+  parse = files.parse
   if isinstance(x, (str, os.PathLike)):
+    if jaxpr_text.is_text_path(x):  # (a .jaxpr text: one that does not parse is
+      parse = jaxpr_text.from_bytes  # reported at its line and column)
     with open(x, "rb") as f:
       x = f.read()
   if isinstance(x, (bytes, bytearray, memoryview)):
     err.stage = "structure"
     try:
-      return files.parse(x)
+      return parse(x)
     except DecodeError as e:
       err(e.path, e.message)
       return None
