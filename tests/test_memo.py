@@ -11,7 +11,7 @@ import pytest
 
 import jaxpr_proto as jp
 from jaxpr_proto.check import param_rules
-from jaxpr_proto.compat import common, memo
+from jaxpr_proto.compat import memo, type_checks
 from tests.test_custom_rules import sin_with_rule
 
 
@@ -80,7 +80,7 @@ def test_rule_verdicts_are_per_rule():
     assert not jp.check(bad).ok and jp.check(good).ok
     assert len(param_rules._JVP_VERDICTS) == 2
   jp.clear_caches()
-  assert not param_rules._JVP_VERDICTS and not common._EQN_TYPES
+  assert not param_rules._JVP_VERDICTS and not type_checks._EQN_TYPES
 
 
 def _refused_cold_and_warm(bad: bytes, cj, type_memo, prim_name: str):
@@ -111,7 +111,7 @@ def test_type_memo_does_not_hide_a_wrong_type():
              if m.primitives[e.primitive].name == "tanh")
   x_aval = m.jaxprs[m.closed_jaxprs[m.root].jaxpr].invars[0].aval
   eqn.outvars[0].var.aval = x_aval
-  good = _refused_cold_and_warm(m.SerializeToString(), cj, common._EQN_TYPES, "tanh")
+  good = _refused_cold_and_warm(m.SerializeToString(), cj, type_checks._EQN_TYPES, "tanh")
   np.testing.assert_array_equal(jax.jit(jax.extend.core.jaxpr_as_fun(good))(*args)[0],
                                 jax.jit(f)(*args))
 
@@ -133,8 +133,8 @@ def test_custom_type_rule_memo_does_not_hide_a_wrong_type():
   dims = wrong.shaped_array.shape
   dims[0].constant, dims[1].constant = dims[1].constant, dims[0].constant  # f32[4,3], not f32[3,4]
   broadcasts[0].outvars[0].var.aval = len(m.avals) - 1
-  good = _refused_cold_and_warm(m.SerializeToString(), cj, common._CUSTOM_TYPES, "broadcast_in_dim")
-  assert any(k[0].name == "broadcast_in_dim" for k in common._CUSTOM_TYPES)
+  good = _refused_cold_and_warm(m.SerializeToString(), cj, type_checks._CUSTOM_TYPES, "broadcast_in_dim")
+  assert any(k[0].name == "broadcast_in_dim" for k in type_checks._CUSTOM_TYPES)
   np.testing.assert_array_equal(jax.extend.core.jaxpr_as_fun(good)(x)[0], f(x))
 
 

@@ -1,5 +1,5 @@
 """JAX's type check of a jaxpr of plain eqns, run without JAX's per-eqn cost
-(compat.common._plain_jaxpr_passes): it may pass a jaxpr only where JAX's
+(compat.type_checks._plain_jaxpr_passes): it may pass a jaxpr only where JAX's
 own check (`jax.extend.core.check_jaxpr`) passes it too, and anything it
 does not pass goes to JAX's check, which names the error."""
 from __future__ import annotations
@@ -12,13 +12,13 @@ import pytest
 
 import jaxpr_proto as jp
 from jaxpr_proto import compat
-from jaxpr_proto.compat import common
+from jaxpr_proto.compat import type_checks
 from tests import corpus
 
 
 def _plain_passes(jaxpr) -> bool:
   with compat.shared_sub_jaxprs_checked_once():
-    return common._plain_jaxpr_passes(jaxpr)
+    return type_checks._plain_jaxpr_passes(jaxpr)
 
 
 def _jax_passes(jaxpr) -> bool:
