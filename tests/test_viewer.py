@@ -114,6 +114,32 @@ def test_template_is_package_data():
   text = view.template()
   assert text == ASSET.read_text(encoding="utf-8")
   assert text.count("__JAXPB_NAME__") == 1 and text.count("__JAXPB_BASE64__") == 1
+  assert text.count("__JAXPR_TEXT__") == 1
+
+
+def test_page_embeds_the_text_safely():
+  """The jaxpr text goes in as JSON that cannot end its <script>: a str
+  param holding `</script>` is written as \\u003c/script>."""
+  import jax
+  import jax.numpy as jnp
+
+  def f(x):
+    return jnp.sin(x)
+  f.__name__ = f.__qualname__ = "</script><b>"  # (jit's name param)
+
+  m = jp.encode(jax.make_jaxpr(lambda x: jax.jit(f)(x))(jnp.ones(3)))
+  text = view.text_data(m)
+  assert "</script><b>" in text["text"]
+  page = view.page_of(m, "x.jaxpb")
+  assert page.count("<script") == view.template().count("<script")
+  assert "</script><b>" not in page and "\\u003c/script>\\u003cb>" in page
+  assert text["text"] == jp.format(m, debug_info=False)
+
+
+def test_a_module_without_text_says_why():
+  m = jp.encode(traced("mlp"))
+  m.params[0].name = "bad name"  # (a hostile file: no text can hold it)
+  assert view.text_data(m) == {"error": "this Module has no jaxpr text: param name 'bad name'"}
 
 
 # --- the page in a browser -----------------------------------------------------------
@@ -219,6 +245,45 @@ def _scoped(x):
   import jax.numpy as jnp
   with jax.named_scope("block"):
     return jnp.sin(x) * 2.0
+
+
+def _text(page, selector) -> str:
+  return page.eval_on_selector(selector, "e => e.textContent")
+
+
+def test_panel_shows_the_jaxpr_text(browser, tmp_path):
+  """The panel shows the program, an eqn and a sub-jaxpr as their jaxpr
+  text (jp.format(m, debug_info=False)): the whole text parses back to the
+  program, and an eqn's or a sub-jaxpr's is that text's, verbatim but for
+  its indent; the graph names variables as the text does."""
+  from jaxpr_proto.cli.program_text import ProgramText
+  page, msgs = open_page(browser, tmp_path, "scan")
+  m = jp.encode(traced("scan"))
+  want = jp.format(m, debug_info=False)
+  whole = _text(page, "#panel pre.text")
+  assert whole == want
+  assert jp.parse(whole).SerializeToString(deterministic=True) == jp.dumps(
+      traced("scan"), debug_info=False)
+  path, body = _scan_eqn(m)
+  pt = ProgramText.of(m)
+  page.click(f'[data-toggle="{path}"]')
+  scan_text = _text(page, "#panel pre.eqn")
+  assert scan_text.startswith("c:f32[3] d:f32[6,3] = scan[\n  jaxpr={ lambda ; e:f32[3] f:f32[]. let")
+  assert scan_text == pt.eqns[(0, 0)].dedented()
+  body_text = _text(page, "#panel pre.jaxpr")
+  assert body_text == pt.jaxprs[body].dedented()
+  for line in body_text.splitlines()[1:]:  # (each line of the text, 6 columns further in)
+    assert " " * 6 + line in want
+  sin = next(k for k, e in enumerate(m.jaxprs[body].eqns) if m.primitives[e.primitive].name == "sin")
+  page.evaluate("path => window.jaxprViewer.goto(path)", f"jaxprs[{body}].eqns[{sin}]")
+  assert _text(page, "#panel pre.eqn") == "h:f32[] = sin[accuracy=None] f"
+  assert "h:f32[] = sin[accuracy=None] f" in want
+  # The body's input f is `in f` in the graph (JAX's printout of the body alone would say b).
+  f_node = page.locator(f'#vp [data-var="{body}:1"]').first
+  assert f_node.text_content().startswith("in f")
+  f_node.click()
+  assert page.inner_text("#panel h2") == "f:f32[]"
+  assert not errors(msgs), msgs
 
 
 def test_hover_and_click_show_source_and_name_stack(browser, tmp_path):

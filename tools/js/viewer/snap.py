@@ -60,7 +60,7 @@ def write_page(closed_jaxpr, folder, name) -> pathlib.Path:
   import jaxpr_proto as jp
   from jaxpr_proto.cli import view
   out = pathlib.Path(folder) / f"{name}.html"
-  out.write_text(view.page(jp.dumps(closed_jaxpr), f"{name}.jaxpb"), encoding="utf-8")
+  out.write_text(view.page_of(jp.encode(closed_jaxpr), f"{name}.jaxpb"), encoding="utf-8")
   return out
 
 

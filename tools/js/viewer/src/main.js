@@ -1,5 +1,7 @@
 // The page: reads the .jaxpb embedded in it (or one dropped on it), draws the
 // graph, and wires up expanding, selecting, searching, panning and zooming.
+// `jaxpr-proto view` also embeds the program's jaxpr text (jp.format, with
+// where each jaxpr and eqn is in it), which the panel shows.
 import { base64ToBytes, decodeModule } from "./decode.js";
 import { View } from "./layout.js";
 import { eqnHtml, searchHtml, summaryHtml, tooltipHtml, varHtml } from "./panel.js";
@@ -13,16 +15,16 @@ const parsePath = (s) => { const r = /^jaxprs\[(\d+)\]\.eqns\[(\d+)\]$/.exec(s ?
 let cur = null;  // {p, view, name, where, selected, hits}
 const zoom = { x: 20, y: 20, s: 1 };
 // For scripts and tests: load bytes, or show and select an eqn by its path.
-const api = { timing: null, load: (bytes, name) => load(bytes, name), goto: (path) => goto(path) };
+const api = { timing: null, load: (bytes, name, text) => load(bytes, name, text), goto: (path) => goto(path) };
 window.jaxprViewer = api;
 
 // --- loading -------------------------------------------------------------------
 
-function load(bytes, name) {
+function load(bytes, name, text = null) {
   const t0 = performance.now();
   let p;
   try {
-    p = new Program(decodeModule(bytes));
+    p = new Program(decodeModule(bytes), text);
     if (p.root < 0) throw new Error("the root jaxpr is missing");
   } catch (e) {
     return fail(`${name}: ${e.message}`);
@@ -258,10 +260,17 @@ window.addEventListener("drop", async (ev) => {
 
 // --- start ---------------------------------------------------------------------
 
+// The embedded text: JSON, or the template's placeholder where there is none.
+function embeddedText() {
+  const t = $("jaxpr-text").textContent.trim();
+  if (!t.startsWith("{")) return null;
+  try { return JSON.parse(t); } catch { return null; }
+}
+
 const data = $("jaxpb-data");
-const text = data.textContent.trim();
-if (/^[A-Za-z0-9+/=\s]+$/.test(text)) {
-  load(base64ToBytes(text), data.dataset.name || "program.jaxpb");
+const b64 = data.textContent.trim();
+if (/^[A-Za-z0-9+/=\s]+$/.test(b64)) {
+  load(base64ToBytes(b64), data.dataset.name || "program.jaxpb", embeddedText());
 } else {
   showPanel("<h2>jaxpr-proto view</h2><p>Drop a .jaxpb file here to view it.</p>");
   document.body.dataset.state = "empty";

@@ -22,8 +22,21 @@ export function summaryHtml(p, name) {
 <tr><th>stored</th><td>${m.jaxprs.length} jaxprs, ${stored} eqns</td></tr>
 </table>
 <h3>Primitives</h3><p class="prims">${top.map(([k, v]) => `<a href="#" data-search="${esc(k)}">${esc(k)}</a>&nbsp;${v}`).join(", ")}</p>
+${textHtml(p)}
 <p class="hint">Click an eqn for its details; ▸ expands a group (or double-click). Drag to pan,
 wheel to zoom. Drop a .jaxpb file here to view it.</p>`;
+}
+
+// The whole program's jaxpr text, folded.
+function textHtml(p) {
+  if (p.text) {
+    const lines = p.text.text.split("\n").length - 1;
+    return `<h3>Text</h3><details class="text"><summary>the program as jaxpr text (${lines} lines)</summary>
+<pre class="text">${esc(p.text.text)}</pre></details>
+<p class="hint">The panel shows eqns and jaxprs as this text (jp.format, source locations left
+out): they paste back into a .jaxpr file.</p>`;
+  }
+  return p.textError ? `<h3>Text</h3><p class="none">no jaxpr text: ${esc(p.textError)}</p>` : "";
 }
 
 export function eqnHtml(p, j, k) {
@@ -32,7 +45,7 @@ export function eqnHtml(p, j, k) {
   const ns = p.nameStack(e);
   const subs = p.subs(e);
   const parts = [`<h2>${esc(p.prim(e))}</h2><p class="path">${eqnPath(j, k)}</p>`,
-    `<pre class="eqn">${esc(p.eqnStr(j, k))}</pre>`];
+    `<pre class="eqn">${esc(p.eqnText(j, k) ?? p.eqnStr(j, k))}</pre>`];
   parts.push(`<h3>Source</h3>${frames.length
     ? `<ol class="frames">${frames.map((fr) => `<li>${esc(frameStr(fr))}</li>`).join("")}</ol>`
     : "<p class=none>none</p>"}`);
@@ -42,9 +55,16 @@ export function eqnHtml(p, j, k) {
     const uses = p.uses.get(s.jaxpr) ?? [];
     parts.push(`<h3>${esc(s.label)}: jaxprs[${s.jaxpr}]</h3>`,
       uses.length > 1 ? `<p>shared: ${uses.length} uses: ${uses.map((u) => link(u.j, u.k, `${eqnPath(u.j, u.k)} (${u.label})`)).join(", ")}</p>` : "",
-      `<details><summary>printout (${(p.m.jaxprs[s.jaxpr].eqns ?? []).length} eqns)</summary><pre>${esc(p.jaxprStr(s.jaxpr))}</pre></details>`);
+      jaxprDetails(p, s.jaxpr));
   }
   return parts.join("");
+}
+
+function jaxprDetails(p, j) {
+  const text = p.jaxprText(j);
+  const count = (p.m.jaxprs[j].eqns ?? []).length;
+  return `<details><summary>${text === null ? "printout" : "text"} (${count} eqns)</summary>` +
+    `<pre class="jaxpr">${esc(text ?? p.jaxprStr(j))}</pre></details>`;
 }
 
 export function varHtml(p, j, id) {

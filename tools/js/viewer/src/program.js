@@ -10,9 +10,20 @@ export const MAX_ITEMS = 120;
 
 export const eqnPath = (j, k) => `jaxprs[${j}].eqns[${k}]`;
 
+// A part of the text as if printed at the left margin: its lines after the
+// first lose the indent they were laid out at.
+function dedent(s, indent) {
+  const [first, ...rest] = s.split("\n");
+  return [first, ...rest.map((l) => l.slice(Math.min(indent, /^ */.exec(l)[0].length)))].join("\n");
+}
+
 export class Program {
-  constructor(m) {
+  // `text`: the program's jaxpr text as `jaxpr-proto view` embeds it
+  // ({text, jaxprs, eqns, names}, or {error}), or null.
+  constructor(m, text = null) {
     this.m = m;
+    this.text = text && typeof text.text === "string" ? text : null;
+    this.textError = text && typeof text.error === "string" ? text.error : null;
     const root = m.closed_jaxprs[n(m.root)];
     this.root = root && m.jaxprs[n(root.jaxpr)] ? n(root.jaxpr) : -1;
     this._paramRefs = new Map();
@@ -118,11 +129,23 @@ export class Program {
     return total;
   }
 
-  // Variable id -> JAX-style name, in order of definition within jaxpr j.
+  // The jaxpr text (jp.format(m, debug_info=False)) of eqn k of jaxpr j, or
+  // of jaxpr j: what pastes back into a .jaxpr file; null without the text.
+  eqnText(j, k) { return this._part(this.text?.eqns?.[j]?.[k]); }
+  jaxprText(j) { return this._part(this.text?.jaxprs?.[j]); }
+  _part(span) {
+    if (!Array.isArray(span)) return null;
+    const [a, b, indent] = span;
+    return dedent(this.text.text.slice(a, b), indent);
+  }
+
+  // Variable id -> name: the text's (its names run on through the program,
+  // as JAX's printout names them), else JAX-style in order of definition
+  // within jaxpr j.
   names(j) {
     let names = this._names.get(j);
     if (!names) {
-      names = new Map();
+      names = new Map(Object.entries(this.text?.names?.[j] ?? {}).map(([id, s]) => [+id, s]));
       const jx = this.m.jaxprs[j];
       const def = (v) => { if (!names.has(n(v.id))) names.set(n(v.id), varName(names.size)); };
       (jx.constvars ?? []).forEach(def);
