@@ -177,6 +177,9 @@ FILE_KINDS = [
          trace=("{dir}/clitest_user.py:pallas", "f32[3],f32[3]"), needs="jax.experimental.pallas"),
     Kind("txtpb", ("sin", "mul"), ("x", "y"), ("0", "1"), ext=".txtpb", trace=_ARRAYS),
     Kind("json", ("sin", "mul"), ("x", "y"), ("0", "1"), ext=".json", trace=_ARRAYS),
+    Kind("jaxpr", ("sin", "mul"), ("x", "y"), ("0", "1"), ext=".jaxpr", trace=_ARRAYS),
+    Kind("external_jaxpr", ("sin", "reduce_sum"), ("x",), ext=".jaxpr", data_file=True,
+         trace=("{dir}/clitest_user.py:external", "f32[3]")),
 ]
 KINDS = {k.name: k for k in FILE_KINDS}
 
@@ -226,7 +229,9 @@ def _in_process(kind, user, variant):
       "arrays": lambda: (jp.trace(user.arrays), None, (X, Y), {}),
       "txtpb": lambda: (jp.trace(user.arrays), None, (X, Y), {}),
       "json": lambda: (jp.trace(user.arrays), None, (X, Y), {}),
+      "jaxpr": lambda: (jp.trace(user.arrays), None, (X, Y), {}),
       "external": lambda: (jp.trace(user.external), None, (X,), {}),
+      "external_jaxpr": lambda: (jp.trace(user.external), None, (X,), {}),
       "pallas": lambda: (jp.trace(user.pallas), None, (X, Y), {}),
       "dicts": lambda: (jp.trace(_dicts), None, ({"b": Y, "w": X}, {"x": X * 2}),
                         {"lr": np.float32(0.5)}),

@@ -39,7 +39,7 @@ def files(tmp_path_factory):
     jp.save(traced(name), p)
     out[name] = str(p)
   m = jp.encode(traced("mlp"))
-  for form in (tf.TEXT, tf.JSON):
+  for form in (tf.TEXT, tf.JSON, tf.JAXPR):
     p = d / f"mlp.{form}"
     tf.write_module(m, p)
     out[f"mlp.{form}"] = str(p)
@@ -66,8 +66,14 @@ def files(tmp_path_factory):
   (d / "bad.jaxpb").write_bytes(b"\x0a\xff\xff\xff\xff\x0f")     # truncated field
   (d / "empty.jaxpb").write_bytes(b"")                           # no format_version
   (d / "bad.json").write_text("{")
+  # A jaxpr text with a stray character, at (line, column) bad_text_at.
+  text = jp.format(traced("mlp"))
+  at = text.index("\n", text.index("= dot_general"))
+  (d / "bad.jaxpr").write_text(text[:at] + " $" + text[at:])
+  out["bad_text_at"] = (text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at) + 1)
   out.update(bad=str(d / "bad.jaxpb"), empty=str(d / "empty.jaxpb"),
-             bad_json=str(d / "bad.json"), missing=str(d / "missing.jaxpb"), dir=str(d))
+             bad_json=str(d / "bad.json"), bad_text=str(d / "bad.jaxpr"),
+             missing=str(d / "missing.jaxpb"), dir=str(d))
   return out
 
 
@@ -162,12 +168,28 @@ def test_missing_file(capsys, files, cmd):
     ("bad", "not a valid .jaxpb file"),
     ("empty", "not a jaxpr-proto file"),
     ("bad_json", "not a valid jaxpr-proto JSON file"),
+    ("bad_text", "unexpected character '$'"),
 ])
 def test_bad_file(capsys, files, cmd, which, expected):
   code, out, err = run_cli(capsys, *_argv_for(cmd, files[which], files))
   assert code == 1, (out, err)
   assert expected in err and os.path.basename(files[which]) in err
   assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("cmd", FILE_COMMANDS)
+def test_bad_text_is_named_by_line_and_column(capsys, files, cmd):
+  """A .jaxpr that does not parse: one line `path:line:column: message`
+  (check: a failed check, that line on stderr), exit 1."""
+  line, column = files["bad_text_at"]
+  where = f"{files['bad_text']}:{line}:{column}: unexpected character '$'"
+  code, out, err = run_cli(capsys, *_argv_for(cmd, files["bad_text"], files))
+  assert code == 1, (out, err)
+  if cmd == "check":
+    assert err == where + "\n"
+    assert out == f"{files['bad_text']}: FAILED (1 problem: the text does not parse)\n"
+  else:
+    assert err == f"jaxpr-proto: error: {where}\n"
 
 
 def test_unknown_primitive_is_readable(capsys, files):
@@ -210,6 +232,19 @@ def test_dump_forms(capsys, files):
     assert code == 0 and out == str(traced("mlp")) + "\n"
 
 
+def test_dump_text(capsys, files):
+  """--format text: the jaxpr text (jp.format), without source locations
+  unless --source-info; a .jaxpr file dumps as the program it holds."""
+  m = jp.encode(traced("mlp"))
+  code, out, _ = run_cli(capsys, "dump", files["mlp"], "--format", "text")
+  assert code == 0 and out == jp.format(m, debug_info=False)
+  assert "loc(" not in out and jp.parse(out) == jp.encode(traced("mlp"), debug_info=False)
+  code, out, _ = run_cli(capsys, "dump", files["mlp"], "--format", "text", "--source-info")
+  assert code == 0 and out == jp.format(m) == pathlib.Path(files["mlp.jaxpr"]).read_text()
+  code, out, _ = run_cli(capsys, "dump", files["mlp.jaxpr"])
+  assert code == 0 and out == str(traced("mlp")) + "\n"
+
+
 def test_dump_source_info(capsys, files):
   code, out, _ = run_cli(capsys, "dump", files["mlp"], "--source-info")
   assert code == 0
@@ -229,6 +264,60 @@ def test_convert_round_trip_is_exact(capsys, files, tmp_path):
     prev = dst
   assert chain[-1].read_bytes() == src.read_bytes()
   assert str(jp.load(chain[-1])) == str(traced("custom_vjp"))
+
+
+def test_convert_to_and_from_jaxpr_is_exact(capsys, files, tmp_path):
+  """.jaxpb -> .jaxpr -> .jaxpb gives the same bytes, as do the protobuf
+  text forms through .jaxpr; the .jaxpr is jp.format's text."""
+  for src in (files["scan"], files["custom_vjp"], files["mlp.txtpb"], files["mlp.json"]):
+    name = pathlib.Path(src).name
+    text, back = tmp_path / f"{name}.jaxpr", tmp_path / f"{name}.jaxpb"
+    code, out, err = run_cli(capsys, "convert", src, text)
+    assert code == 0 and err == "" and "(jaxpr, " in out, err
+    m = tf.read_module(src)
+    assert text.read_text() == jp.format(m)
+    code, out, err = run_cli(capsys, "convert", text, back)
+    assert code == 0 and err == "", err
+    assert back.read_bytes() == tf.to_bytes(m, tf.BINARY)
+    if src.endswith(".jaxpb"):
+      assert back.read_bytes() == pathlib.Path(src).read_bytes()
+    code, out, err = run_cli(capsys, "convert", text, tmp_path / f"{name}.txtpb")
+    assert code == 0 and tf.read_module(tmp_path / f"{name}.txtpb") == m
+
+
+def test_convert_a_module_no_text_holds(capsys, files, tmp_path):
+  m = jp.encode(traced("mlp"))
+  m.params[0].name = "bad name"
+  (tmp_path / "odd.jaxpb").write_bytes(m.SerializeToString(deterministic=True))
+  code, out, err = run_cli(capsys, "convert", tmp_path / "odd.jaxpb", tmp_path / "odd.jaxpr")
+  assert code == 1 and out == "" and not (tmp_path / "odd.jaxpr").exists()
+  assert err == (f"jaxpr-proto: error: {tmp_path / 'odd.jaxpb'}: this Module has no jaxpr "
+                 "text: param name 'bad name'\n")
+
+
+def test_a_hand_edited_text_checks_and_runs(capsys, files, tmp_path):
+  """A .jaxpr edited by hand (tanh made sin) checks, runs as the edited
+  program, and diffs against the original as that one eqn."""
+  text = pathlib.Path(files["mlp.jaxpr"]).read_text()
+  assert text.count("= tanh[") == 1
+  edited = tmp_path / "edited.jaxpr"
+  edited.write_text(text.replace("= tanh[", "= sin["))
+  code, out, err = run_cli(capsys, "check", edited)
+  assert code == 0 and out.startswith(f"{edited}: ok"), err
+  np.savez(tmp_path / "in.npz", *args_of("mlp"))
+  code, out, err = run_cli(capsys, "run", edited, "--inputs", tmp_path / "in.npz",
+                           "--outputs", tmp_path / "out.npz")
+  assert code == 0, err
+
+  def mlp_sin(w1, b1, w2, x):
+    return jnp.sin(jax.nn.relu(x @ w1 + b1) @ w2).sum()
+
+  want = jax.jit(mlp_sin)(*args_of("mlp"))
+  with np.load(tmp_path / "out.npz") as z:
+    assert z["out_0"].tobytes() == np.asarray(want).tobytes()
+  code, out, err = run_cli(capsys, "diff", files["mlp.jaxpr"], edited)
+  assert code == 1 and "@@ ~eqn 5 -> 5: primitive tanh -> sin\n" in out
+  assert "\n-   n:f32[5,2] = tanh[accuracy=None] m\n+   n:f32[5,2] = sin[accuracy=None] m\n" in out
 
 
 # --- load ---------------------------------------------------------------------------
@@ -426,6 +515,28 @@ def test_diff_recurses_into_sub_jaxprs(capsys, files, tmp_path):
   code, out, _ = run_cli(capsys, "diff", files["scan"], p)
   assert code == 1
   assert "params jaxpr" in out and "primitive sin -> cos" in out
+  # In the jaxpr text: the body's variables named as the whole text names them.
+  assert ("-   c:f32[3] d:f32[6,3] = scan[...] b a\n+   c:f32[3] d:f32[6,3] = scan[...] b a\n"
+          "    jaxpr: eqns: 0 added, 0 removed, 1 changed\n") in out
+  assert ("-   h:f32[] = sin[accuracy=None] f\n      +   h:f32[] = cos[accuracy=None] f\n"
+          in out), out
+
+
+def test_diff_prints_what_pastes_back(capsys, files, tmp_path):
+  """Each eqn line of a diff is the eqn's line in the file's jaxpr text."""
+  def mlp2(w1, b1, w2, x):
+    return jnp.cos(jax.nn.relu(x @ w1 + b1) @ w2).sum() * 2.0
+
+  p = tmp_path / "mlp2.jaxpb"
+  jp.save(jax.make_jaxpr(mlp2)(*args_of("mlp")), p)
+  code, out, _ = run_cli(capsys, "diff", files["mlp"], p)
+  assert code == 1
+  texts = {"-": jp.format(tf.read_module(files["mlp"]), debug_info=False),
+           "+": jp.format(tf.read_module(p), debug_info=False)}
+  eqn_lines = [line for line in out.splitlines() if line[:4] in ("-   ", "+   ") and " = " in line]
+  assert any("cos[" in line for line in eqn_lines) and any("tanh[" in line for line in eqn_lines)
+  for line in eqn_lines:
+    assert f"\n    {line[4:]}\n" in texts[line[0]], line
 
 
 # --- trace --------------------------------------------------------------------------

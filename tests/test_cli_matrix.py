@@ -22,6 +22,7 @@ import jax
 import numpy as np
 import pytest
 
+import jaxpr_proto as jp
 from jaxpr_proto.cli import commands as cli
 from jaxpr_proto.cli.printing import without_addresses
 from jaxpr_proto.wire import files
@@ -172,13 +173,17 @@ def diff(c: Case):
 
 
 def view(c: Case):
+  """The page holds the file's bytes and its jaxpr text (jp.format, debug
+  info left out), as JSON."""
   page = os.path.join(c.tmp, "page.html")
   r = c.cli("view", c.file, "-o", page)
   assert r.code == 0, r.err
-  data = files.to_bytes(files.read_module(c.file), files.BINARY)
+  m = files.read_module(c.file)
+  text = json.dumps(jp.format(m, debug_info=False), ensure_ascii=False).replace("<", "\\u003c")
   with open(page, encoding="utf-8") as f:
-    assert base64.b64encode(data).decode("ascii") in f.read()
-
+    html = f.read()
+  assert base64.b64encode(files.to_bytes(m, files.BINARY)).decode("ascii") in html
+  assert f'"text":{text}' in html
 
 def _convert_own(ext):
   def convert(c: Case):
@@ -191,6 +196,14 @@ def _convert_own(ext):
     assert bool(data) == c.kind.data_file, data
     r = c.cli("dump", out, *c.imports())  # and it reads as the original does
     assert r.code == 0 and r.out == c.cli("dump", c.file, *c.imports()).out
+    if ext == ".jaxpr":  # the text is jp.format's, and back to .jaxpb gives the same bytes
+      m = files.read_module(c.file)
+      with open(out, encoding="utf-8") as f:
+        assert f.read() == jp.format(m)
+      back = os.path.join(c.tmp, "elsewhere", "back.jaxpb")
+      assert c.cli("convert", out, back).code == 0
+      with open(back, "rb") as f:
+        assert f.read() == files.to_bytes(m, files.BINARY)
   convert.__name__ = f"convert_{ext[1:]}"
   return convert
 
@@ -241,8 +254,8 @@ def trace(c: Case):
 
 
 COMMANDS = [dump, info, check, check_structure, load, run, run_in_order, diff, view,
-            _convert_own(".jaxpb"), _convert_own(".txtpb"), _convert_own(".json"),
-            convert_mlir, convert_jaxexport, convert_onnx, trace]
+            _convert_own(".jaxpb"), _convert_own(".jaxpr"), _convert_own(".txtpb"),
+            _convert_own(".json"), convert_mlir, convert_jaxexport, convert_onnx, trace]
 # Which kinds a command applies to (all, unless here).
 APPLIES = {"trace": lambda kind: kind.trace is not None}
 
@@ -290,8 +303,10 @@ def test_every_command_and_kind_is_covered():
   parser_commands = set(cli.build_parser()._subparsers._group_actions[0].choices)
   covered = {c.__name__.split("_")[0] for c in COMMANDS}
   assert parser_commands - {"demo"} <= covered | {"check"}
-  assert {c.__name__ for c in COMMANDS} >= {"convert_jaxpb", "convert_txtpb", "convert_json",
-                                           "convert_mlir", "convert_jaxexport", "convert_onnx"}
+  assert {c.__name__ for c in COMMANDS} >= {"convert_jaxpb", "convert_jaxpr", "convert_txtpb",
+                                           "convert_json", "convert_mlir", "convert_jaxexport",
+                                           "convert_onnx"}
+  assert {k.ext for k in FILE_KINDS} == set(files.EXTENSIONS)
   assert len({k.name for k in FILE_KINDS}) == len(FILE_KINDS)
 
 

@@ -3,7 +3,8 @@
 
 Exit status: 0 on success, 1 when a check fails or a file cannot be read
 (and for `diff`, when the programs differ), 2 for a usage error. Errors go to
-stderr, one readable line each.
+stderr, one readable line each; a .jaxpr text that does not parse is named
+as compilers name a place, `path:line:column: message`.
 """
 from __future__ import annotations
 
@@ -23,11 +24,11 @@ from jaxpr_proto.cli.eqn_counts import eqn_counts
 from jaxpr_proto.cli.exits import (EXIT_FAIL, EXIT_OK, EXIT_USAGE, PROG, CheckFailed,
                                    UsageError)
 from jaxpr_proto.cli.import_target import import_function, import_modules
-from jaxpr_proto.cli.inputs import decode, read_module, read_program
+from jaxpr_proto.cli.inputs import decode, naming_file, read_module, read_program
 from jaxpr_proto.cli.printing import avals_str, first_line, ms
 from jaxpr_proto.cli.progress import progress_for
 from jaxpr_proto.errors import Error, UnknownPrimitiveError
-from jaxpr_proto.wire import external, files, info
+from jaxpr_proto.wire import external, files, info, jaxpr_text
 from jaxpr_proto.wire.versions import FORMAT_MAJOR, FORMAT_MINOR
 
 
@@ -62,6 +63,9 @@ def cmd_dump(args) -> int:
       else:
         text = str(cj)
       text = "\n".join(_signature_lines(program) + [text])
+    elif args.format == "text":
+      with naming_file(args.file):  # (a Module that no text holds)
+        text = jaxpr_text.format_module(m, debug_info=args.source_info).rstrip("\n")
     elif args.format == "txtpb":
       text = files.to_text(m).rstrip("\n")
     else:
@@ -99,7 +103,8 @@ def cmd_convert(args) -> int:
   with progress_for([args.input], 2) as progress:
     m = read_module(args.input, progress)
     progress.stage(f"writing {os.path.basename(args.output)}")
-    size = files.write_module(m, args.output, dst_form)
+    with naming_file(args.input):  # (a Module that no .jaxpr text holds)
+      size = files.write_module(m, args.output, dst_form)
     copied = _copy_data_files(m, args.input, args.output)
   _out(f"{args.input} ({src_form}) -> {args.output} ({dst_form}, {size:,} bytes)")
   for name in copied:
@@ -179,10 +184,16 @@ def cmd_check(args) -> int:
     for path in args.files:  # every file is reported, whatever the ones before it gave
       try:
         m = read_module(path, progress)
+      except jaxpr_text.TextError as e:  # a failed check: the text does not parse
+        progress.close()
+        _err(_located(e, path))
+        _out(f"{path}: FAILED (1 problem: the text does not parse)")
+        failed = True
+        continue
       except (Error, OSError) as e:  # as `main` reports it, and on to the next file
         progress.close()
-        why = _describe(e) if isinstance(e, Error) else (e.strerror or str(e))
-        _err(f"{PROG}: error: {path}: {why}")
+        why = _located(e, path) if isinstance(e, Error) else f"{path}: {e.strerror or e}"
+        _err(f"{PROG}: error: {why}")
         _out(f"{path}: FAILED (not read)")
         failed = True
         continue
@@ -219,7 +230,8 @@ def cmd_diff(args) -> int:
   with progress_for([args.a, args.b], 4) as progress:
     a = read_program(args.a, progress, unresolved="placeholder")
     b = read_program(args.b, progress, unresolved="placeholder")
-  d = jaxpr_diff.diff(a.closed_jaxpr, b.closed_jaxpr)
+  d = jaxpr_diff.diff(a.closed_jaxpr, b.closed_jaxpr,
+                      texts=(jaxpr_diff.text_of(a.module), jaxpr_diff.text_of(b.module)))
   d.signature = jaxpr_diff.diff_lines(_signature_for_diff(a), _signature_for_diff(b))
   _out(jaxpr_diff.format_diff(d, args.a, args.b))
   return EXIT_OK if d.same else EXIT_FAIL
@@ -258,8 +270,8 @@ def cmd_demo(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
   ap = argparse.ArgumentParser(
       prog=PROG,
-      description="Inspect, convert, check and run jaxpr-proto files (.jaxpb, and "
-                  "their text forms .txtpb and .json).",
+      description="Inspect, convert, check and run jaxpr-proto files (.jaxpb, the "
+                  "jaxpr text .jaxpr, and protobuf's text forms .txtpb and .json).",
       epilog="Exit status: 0 success, 1 failed check or unreadable file "
              "(diff: the programs differ), 2 usage error.")
   ap.add_argument("--version", action="version",
@@ -280,17 +292,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "registers (jp.register_callback, jp.register_primitive, "
                         "jp.register_pytree_node) binds the names the file uses; repeatable")
 
-  p = add("dump", cmd_dump, "print a program: as JAX prints it, or as protobuf text or JSON")
+  p = add("dump", cmd_dump, "print a program: as JAX prints it, as its jaxpr text, or as "
+          "protobuf text or JSON")
   p.add_argument("file", metavar="FILE")
-  p.add_argument("--format", choices=("jaxpr", "txtpb", "json"), default="jaxpr",
-                 help="jaxpr: str(closed_jaxpr) (the default); txtpb, json: the "
-                      "whole Module message, undecoded")
+  p.add_argument("--format", choices=("jaxpr", "text", "txtpb", "json"), default="jaxpr",
+                 help="jaxpr: str(closed_jaxpr) (the default); text: the jaxpr text "
+                      "(jp.format, docs/text_syntax.md), which parses back; txtpb, json: "
+                      "the whole Module message. text, txtpb and json are undecoded")
   p.add_argument("--source-info", action="store_true",
-                 help="with --format jaxpr: show source locations and name stacks")
+                 help="with --format jaxpr or text: show source locations and name stacks "
+                      "(text: as a .jaxpr file holds them)")
   imports(p)
 
-  p = add("convert", cmd_convert, "convert between .jaxpb, .txtpb and .json, by extension "
-          "(exact: the Module is unchanged); or to .mlir (StableHLO text), .jaxexport "
+  p = add("convert", cmd_convert, "convert between .jaxpb, .jaxpr, .txtpb and .json, by "
+          "extension (exact: the Module is unchanged); or to .mlir (StableHLO text), .jaxexport "
           "(serialized jax.export.Exported) or .onnx (by jax2onnx)")
   p.add_argument("input", metavar="IN")
   p.add_argument("output", metavar="OUT")
@@ -336,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "as JAX prints them, or long ones like float32; a dim may be a "
                       "symbolic name such as b)")
   p.add_argument("-o", "--output", required=True, metavar="OUT",
-                 help="the file to write: .jaxpb, .txtpb or .json")
+                 help="the file to write: .jaxpb, .jaxpr, .txtpb or .json")
   p.add_argument("--no-debug-info", action="store_true",
                  help="leave out source locations and argument names")
 
@@ -369,6 +384,14 @@ def _describe(e: Error) -> str:
   return " ".join(f"{msg}{where}{hint}".split("\n"))
 
 
+def _located(e: Error, file: str | None) -> str:
+  """A jp.Error of a file as one line: `file: message (at path)`, and a
+  .jaxpr text's error where it is, `file:line:column: message`."""
+  if isinstance(e, jaxpr_text.TextError) and e.line and file:
+    return " ".join(f"{file}:{e.line}:{e.column}: {e.message}".split("\n"))
+  return f"{file}: {_describe(e)}" if file else _describe(e)
+
+
 def main(argv=None) -> int:
   parser = build_parser()
   try:
@@ -386,8 +409,7 @@ def main(argv=None) -> int:
     _err(f"{PROG}: {e}")
     return EXIT_FAIL
   except Error as e:
-    file = getattr(e, "file", None)
-    _err(f"{PROG}: error: {file + ': ' if file else ''}{_describe(e)}")
+    _err(f"{PROG}: error: {_located(e, getattr(e, 'file', None))}")
     return EXIT_FAIL
   except OSError as e:
     if isinstance(e, BrokenPipeError):  # such as `jaxpr-proto dump f | head`

@@ -16,7 +16,7 @@ from jaxpr_proto.wire import external, files
 
 
 @contextlib.contextmanager
-def _naming_file(path):
+def naming_file(path):
   """Attach `path` to a jp.Error, so that the message says which file."""
   try:
     yield
@@ -47,7 +47,7 @@ class Program:
 
 def read_module(path, progress: Progress | None = None):
   """Any form (by extension) -> Module, by jaxpr_proto.wire.files.read_module."""
-  with _naming_file(path):
+  with naming_file(path):
     if progress is not None:
       progress.stage(f"reading {os.path.basename(path)}")
     return files.read_module(path)
@@ -58,7 +58,7 @@ def decode(m, path, progress: Progress | None = None, unresolved: str = "error")
   commands that only show a program take placeholders, and show a Function
   whose signature names pytree nodes or functions this process lacks by its
   closed jaxpr, saying so)."""
-  with _naming_file(path):
+  with naming_file(path):
     if progress is not None:
       progress.stage(f"decoding {os.path.basename(path)}")
     source = external.Folder.beside(path)

@@ -7,9 +7,14 @@ eqns), so an eqn whose params are equal but whose operands now come from
 elsewhere is reported as changed, too. Params that hold sub-jaxprs (the body
 of a scan, the branches of a cond, ...) are diffed recursively.
 
-Everything is printed in jaxpr syntax, each side with its own variable names,
-which are the names `str(closed_jaxpr)` prints. For two jp.Functions the
-lines of their signatures (cli.signature) that differ come first.
+Eqns, binders, outvars and param values are printed as the jaxpr text of the
+files (`jp.format(m, debug_info=False)`, by cli.program_text), each side with
+the names its text gives its variables: what a diff shows can be pasted
+into a `.jaxpr` file. Where a side has no text for a jaxpr (a Module the
+text cannot hold, or a jaxpr whose decoded eqns are not the file's, as an
+upgrade from an older JAX may make them), it is printed as JAX prints it.
+For two jp.Functions the lines of their signatures (cli.signature) that
+differ come first.
 """
 from __future__ import annotations
 
@@ -21,13 +26,27 @@ import numpy as np
 
 from jaxpr_proto import compat
 from jaxpr_proto.cli.printing import aval_str, without_addresses
-
+from jaxpr_proto.cli.program_text import ProgramText
+from jaxpr_proto.errors import EncodeError
 
 
 # --- printing -------------------------------------------------------------------
 
+# Where a jaxpr's text is: the program's text and the m.jaxprs index (or None).
+Text = tuple[ProgramText, int] | None
+
+
+def text_of(m) -> Text:
+  """The text of a Module's root jaxpr, for `diff`; None for a Module that
+  has no jaxpr text."""
+  try:
+    return ProgramText.of(m), m.closed_jaxprs[m.root].jaxpr
+  except (EncodeError, IndexError):
+    return None
+
+
 class _Printer:
-  """The jaxpr-syntax text of each eqn, with the names a full print gives."""
+  """JAX's printout of each eqn, with the names a full print gives."""
 
   def __init__(self, jaxpr):
     self.jaxpr = jaxpr
@@ -61,6 +80,49 @@ class _Printer:
 
   def outvars(self) -> str:
     return "(" + ", ".join(self.name(v) for v in self.jaxpr.outvars) + ")"
+
+  def param(self, k: int, name: str) -> str | None:
+    return None
+
+  def sub(self, k: int, name: str, index: int, count: int) -> Text:
+    return None
+
+
+class _TextPrinter:
+  """The jaxpr text of each eqn (cli.program_text), as _Printer gives JAX's."""
+
+  def __init__(self, pt: ProgramText, j: int):
+    self.pt, self.j = pt, j
+    part = pt.jaxprs[j]
+    self.binders = list(part.binders)
+    self._parts = [pt.eqns[(j, k)] for k in range(part.eqn_count)]
+    self.eqns = [p.dedented() for p in self._parts]
+    self._outvars = part.outvars
+
+  def head(self, k: int) -> str:
+    return self._parts[k].head
+
+  def outvars(self) -> str:
+    return self._outvars
+
+  def param(self, k: int, name: str) -> str | None:
+    return self._parts[k].params.get(name)
+
+  def sub(self, k: int, name: str, index: int, count: int) -> Text:
+    """The text of the `index`-th of the `count` jaxprs param `name` holds."""
+    js = self.pt.sub_jaxprs(self.j, k, name)
+    return (self.pt, js[index]) if js is not None and len(js) == count else None
+
+
+def _printer(jaxpr, text: Text):
+  """The text's printer where the text holds this jaxpr's eqns, else JAX's."""
+  if text is not None:
+    pt, j = text
+    part = pt.jaxprs.get(j)
+    if (part is not None and part.eqn_count == len(jaxpr.eqns)
+        and all((j, k) in pt.eqns for k in range(part.eqn_count))):
+      return _TextPrinter(pt, j)
+  return _Printer(jaxpr)
 
 
 # --- keys -----------------------------------------------------------------------
@@ -96,8 +158,11 @@ def _eqn_key(e):
           tuple(sorted((k, canon(v)) for k, v in e.params.items())))
 
 
-def _short(v, limit: int = 80) -> str:
-  if _is_jaxpr(v):
+def _short(v, limit: int = 80, text: str | None = None) -> str:
+  """A param's value on one line: its jaxpr text where given."""
+  if text is not None:
+    s = text
+  elif _is_jaxpr(v):
     s = str(v).replace("\n", " ")
   else:
     s = without_addresses(repr(v))
@@ -154,12 +219,13 @@ def _open(j):
   return j.jaxpr if isinstance(j, compat.ClosedJaxpr) else j
 
 
-def diff(a, b, *, _depth: int = 0) -> JaxprDiff:
-  """Structural diff of two (closed) jaxprs."""
+def diff(a, b, *, texts: tuple[Text, Text] = (None, None), _depth: int = 0) -> JaxprDiff:
+  """Structural diff of two (closed) jaxprs; `texts`: where each one's
+  jaxpr text is (`text_of` its Module), printed as JAX prints it without."""
   ca = a.consts if isinstance(a, compat.ClosedJaxpr) else None
   cb = b.consts if isinstance(b, compat.ClosedJaxpr) else None
   ja, jb = _open(a), _open(b)
-  pa, pb_ = _Printer(ja), _Printer(jb)
+  pa, pb_ = _printer(ja, texts[0]), _printer(jb, texts[1])
   out = JaxprDiff(len(ja.eqns), len(jb.eqns))
 
   # Inputs: matched by position.
@@ -196,19 +262,23 @@ def diff(a, b, *, _depth: int = 0) -> JaxprDiff:
     params = []
     for k in sorted(set(ea.params) | set(eb.params)):
       if k not in eb.params:
-        params.append(ParamChange(k, _short(ea.params[k]), "(none)"))
+        params.append(ParamChange(k, _short(ea.params[k], text=pa.param(i, k)), "(none)"))
       elif k not in ea.params:
-        params.append(ParamChange(k, "(none)", _short(eb.params[k])))
+        params.append(ParamChange(k, "(none)", _short(eb.params[k], text=pb_.param(j, k))))
       else:
         va, vb = ea.params[k], eb.params[k]
         if canon(va) == canon(vb):
           continue
         subs = _sub_jaxprs(k, va, vb)
         if subs is not None and _depth < 20:
-          params.append(ParamChange(k, sub=[(where, diff(x, y, _depth=_depth + 1))
-                                            for where, x, y in subs]))
+          n = len(va) if isinstance(va, (tuple, list)) else 1
+          params.append(ParamChange(k, sub=[
+              (where, diff(x, y, texts=(pa.sub(i, k, at, n), pb_.sub(j, k, at, n)),
+                           _depth=_depth + 1))
+              for where, at, x, y in subs]))
         else:
-          params.append(ParamChange(k, _short(va), _short(vb)))
+          params.append(ParamChange(k, _short(va, text=pa.param(i, k)),
+                                    _short(vb, text=pb_.param(j, k))))
     if not operands and not params and _eqn_key(ea) == _eqn_key(eb):
       return None
     return EqnChange("changed", i, j, pa.eqns[i], pb_.eqns[j], params, operands,
@@ -293,12 +363,14 @@ def _same_types(ea, eb) -> bool:
 
 
 def _sub_jaxprs(name, va, vb):
-  """[(label, a, b)] when both params are (tuples of) jaxprs of the same shape."""
+  """[(label, place in the tuple, a, b)] when both params are (tuples of)
+  jaxprs of the same shape."""
   if _is_jaxpr(va) and _is_jaxpr(vb):
-    return [(name, va, vb)]
+    return [(name, 0, va, vb)]
   if (isinstance(va, (tuple, list)) and isinstance(vb, (tuple, list)) and len(va) == len(vb)
       and va and all(map(_is_jaxpr, va)) and all(map(_is_jaxpr, vb))):
-    return [(f"{name}[{k}]", x, y) for k, (x, y) in enumerate(zip(va, vb)) if str(x) != str(y)]
+    return [(f"{name}[{k}]", k, x, y) for k, (x, y) in enumerate(zip(va, vb))
+            if str(x) != str(y)]
   return None
 
 
@@ -312,7 +384,7 @@ def _indent(text: str, prefix: str) -> list[str]:
 
 def format_diff(d: JaxprDiff, a_name: str = "a", b_name: str = "b", *,
                 indent: str = "", header: bool = True) -> str:
-  """The diff as text: `-` removed, `+` added, `~` changed, in jaxpr syntax."""
+  """The diff as text: `-` removed, `+` added, `~` changed, in the jaxpr text."""
   lines: list[str] = []
   add = lines.append
   if header:

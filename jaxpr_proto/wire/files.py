@@ -1,5 +1,6 @@
-"""Files: parsing `.jaxpb` bytes, atomic writes, and the three file forms of a
-Module: binary `.jaxpb`, text `.txtpb`, JSON `.json`.
+"""Files: parsing `.jaxpb` bytes, atomic writes, and the four file forms of a
+Module: binary `.jaxpb`, text `.txtpb`, JSON `.json`, and the jaxpr text
+`.jaxpr` (`wire.jaxpr_text`, docs/text_syntax.md).
 
 The text forms are protobuf's own: `google.protobuf.text_format` and
 `google.protobuf.json_format` (the proto3 JSON mapping, camelCase field names,
@@ -12,7 +13,8 @@ these functions also work for files whose primitives are not registered.
 
 The one loss: a NaN in a `double` field (Value.float, Complex) is written as
 `nan`, losing its sign and payload. NaNs inside arrays are exact (array data
-is bytes).
+is bytes). The jaxpr text holds every field exactly (its printer checks that
+the text reads back as the Module, byte for byte).
 """
 from __future__ import annotations
 
@@ -25,10 +27,11 @@ from google.protobuf.message import DecodeError as _PbDecodeError
 
 from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
+from jaxpr_proto.wire import jaxpr_text
 from jaxpr_proto.wire.versions import check_version
 
-BINARY, TEXT, JSON = "jaxpb", "txtpb", "json"
-EXTENSIONS = {".jaxpb": BINARY, ".txtpb": TEXT, ".json": JSON}
+BINARY, TEXT, JSON, JAXPR = "jaxpb", "txtpb", "json", jaxpr_text.FORM
+EXTENSIONS = {".jaxpb": BINARY, ".txtpb": TEXT, ".json": JSON, jaxpr_text.EXTENSION: JAXPR}
 
 # The conventional header of a text-format file (see protobuf's "txtpb" spec);
 # it is a comment, so parsers skip it.
@@ -97,13 +100,19 @@ def to_bytes(m: pb.Module, form: str) -> bytes:
     return to_text(m).encode("utf-8")
   if form == JSON:
     return to_json(m).encode("utf-8")
+  if form == JAXPR:
+    return jaxpr_text.to_bytes(m)
   raise ValueError(f"unknown form {form!r}")
 
 
 def from_bytes(data: bytes, form: str) -> pb.Module:
-  """The bytes of a file in `form` -> Module (not yet checked; see `check_header`)."""
+  """The bytes of a file in `form` -> Module (not yet checked; see `check_header`).
+  A .jaxpr text that does not parse is a jaxpr_text.TextError (a
+  DecodeError), with its line and column."""
   if form == BINARY:
     return parse(data)
+  if form == JAXPR:
+    return jaxpr_text.from_bytes(data)
   try:
     text = bytes(data).decode("utf-8")
   except UnicodeDecodeError as e:
@@ -235,6 +244,6 @@ def _fsync_folder(folder) -> None:
     pass
 
 
-__all__ = ["parse", "write_atomic", "BINARY", "TEXT", "JSON", "EXTENSIONS", "form_of", "to_text",
+__all__ = ["parse", "write_atomic", "BINARY", "TEXT", "JSON", "JAXPR", "EXTENSIONS", "form_of", "to_text",
            "from_text", "to_json", "from_json", "to_bytes", "from_bytes",
            "check_header", "read_module", "write_module"]
