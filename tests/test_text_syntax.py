@@ -278,3 +278,39 @@ def test_text_fuzz_bounded():
   sources = fuzz_text.texts(["cond_switch", "user_custom_vjp", "scan_variants", "random_key_arg"])
   findings = fuzz_text.run(sources, seed=0, cases=200, case_seconds=20)
   assert not findings, findings[0][2]
+
+
+# --- the file forms and the checker (wire.files, check.checker) -------------------
+
+def test_files_read_and_write_jaxpr(tmp_path):
+  """`.jaxpr` is one of wire.files' forms: written as jp.format's text, read
+  back as the same Module; a text that does not parse is a TextError."""
+  from jaxpr_proto.wire import files
+  m = jp.parse(BASE)
+  assert files.form_of("f.JAXPR") == files.JAXPR == jt.FORM
+  assert files.write_module(m, tmp_path / "f.jaxpr") == len(jp.format(m).encode())
+  assert (tmp_path / "f.jaxpr").read_text() == jp.format(m)
+  assert _bytes(files.read_module(tmp_path / "f.jaxpr")) == _bytes(m)
+  bad = BASE.replace("] a\n", "] a $\n", 1)
+  (tmp_path / "bad.jaxpr").write_text(bad)
+  with pytest.raises(jp.TextError) as e:
+    files.read_module(tmp_path / "bad.jaxpr")
+  assert (e.value.line, e.value.column) == _at(bad, "$")
+
+
+def test_the_checker_reads_a_jaxpr_path(tmp_path):
+  """checker.check(path) reads a .jaxpr as its text (as jp.check does), a
+  text that does not parse a structure error at its line and column."""
+  from jaxpr_proto.check import checker
+  (tmp_path / "f.jaxpr").write_text(BASE)
+  assert checker.check(tmp_path / "f.jaxpr").ok and jp.check(tmp_path / "f.jaxpr").ok
+  edited = BASE.replace("b:f32[3] =", "b:f32[4] =")  # parses, and does not type-check
+  (tmp_path / "edited.jaxpr").write_text(edited)
+  report = checker.check(str(tmp_path / "edited.jaxpr"))
+  assert not report.ok and report.errors == jp.check(jp.parse(edited)).errors
+  bad = BASE.replace("] a\n", "] a $\n", 1)
+  (tmp_path / "bad.jaxpr").write_text(bad)
+  report = checker.check(tmp_path / "bad.jaxpr")
+  line, column = _at(bad, "$")
+  assert report.errors == [(f"line {line}, column {column}", "unexpected character '$'")]
+  assert report.error_stages == ["structure"]
