@@ -8,8 +8,11 @@ What it registers with `copyreg` (so `pickle`, `cloudpickle`, Dask and
 `copy.deepcopy` all use it):
 
 * `ClosedJaxpr` pickles as its `.jaxpb` encoding; unpickling calls
-  `_load_closed_jaxpr(data)`, i.e. `jaxpr_proto.loads`. No JAX internals are in
-  the stream.
+  `_load_closed_jaxpr(data)`, which decodes it as `jaxpr_proto.loads` does,
+  as trusted input (a pickle stream is code anyway): a program of this very
+  jaxpr_proto, JAX and jaxlib skips the checks against hostile files, one
+  of another writer is checked in full (check.loading). No JAX internals
+  are in the stream.
 * An open `Jaxpr` pickles as the `.jaxpb` encoding of the closed jaxpr that
   takes its constvars as leading invars (`pe.convert_constvars_jaxpr`) plus
   the number of constvars; unpickling turns those invars back into constvars.
