@@ -260,6 +260,9 @@ def test_panel_shows_the_jaxpr_text(browser, tmp_path):
   page, msgs = open_page(browser, tmp_path, "scan")
   m = jp.encode(traced("scan"))
   want = jp.format(m, debug_info=False)
+  assert _text(page, "#panel pre.text") == ""  # (filled in once opened)
+  page.click("#panel details.text summary")
+  page.wait_for_function("document.querySelector('#panel pre.text').textContent.length > 0")
   whole = _text(page, "#panel pre.text")
   assert whole == want
   assert jp.parse(whole).SerializeToString(deterministic=True) == jp.dumps(
@@ -357,6 +360,16 @@ def test_dropping_another_file_views_it(browser, tmp_path):
   }""")
   page.wait_for_selector("#error:not([hidden])")
   assert "bad.jaxpb" in page.inner_text("#error")
+  assert page.locator("[data-eqn]").count() == len(traced("cond").jaxpr.eqns)
+  # A text form: the page says which command reads it.
+  page.evaluate("""text => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], "f.jaxpr"));
+    window.dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}));
+  }""", jp.format(traced("cond")))
+  page.wait_for_function("document.getElementById('error').textContent.startsWith('f.jaxpr')")
+  assert page.inner_text("#error") == ("f.jaxpr: the page reads .jaxpb files; view this one "
+                                       "with `jaxpr-proto view f.jaxpr`")
   assert page.locator("[data-eqn]").count() == len(traced("cond").jaxpr.eqns)
   assert not errors(msgs), msgs
 

@@ -214,6 +214,12 @@ svg.addEventListener("mousemove", (ev) => {
 });
 svg.addEventListener("mouseleave", () => { tip.hidden = true; });
 
+// The whole text goes into the page once its <details> is opened.
+$("panel").addEventListener("toggle", (ev) => {
+  const pre = ev.target.matches?.("details.text[open]") && ev.target.querySelector("pre.text");
+  if (pre && !pre.textContent && cur?.p.text) pre.textContent = cur.p.text.text;
+}, true);
+
 $("panel").addEventListener("click", (ev) => {
   const a = ev.target.closest("a[data-goto], a[data-search]");
   if (!a) return;
@@ -255,7 +261,13 @@ window.addEventListener("drop", async (ev) => {
   ev.preventDefault();
   $("drop").hidden = true;
   const file = ev.dataTransfer?.files?.[0];
-  if (file) load(new Uint8Array(await file.arrayBuffer()), file.name);
+  if (!file) return;
+  // The page reads binary Modules; the text forms are read by the command.
+  if (/\.(jaxpr|txtpb|json)$/i.test(file.name)) {
+    fail(`${file.name}: the page reads .jaxpb files; view this one with \`jaxpr-proto view ${file.name}\``);
+    return;
+  }
+  load(new Uint8Array(await file.arrayBuffer()), file.name);
 });
 
 // --- start ---------------------------------------------------------------------

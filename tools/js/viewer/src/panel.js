@@ -27,12 +27,13 @@ ${textHtml(p)}
 wheel to zoom. Drop a .jaxpb file here to view it.</p>`;
 }
 
-// The whole program's jaxpr text, folded.
+// The whole program's jaxpr text, folded (the page fills it in when opened).
 function textHtml(p) {
   if (p.text) {
-    const lines = p.text.text.split("\n").length - 1;
+    let lines = 0;
+    for (let i = p.text.text.indexOf("\n"); i >= 0; i = p.text.text.indexOf("\n", i + 1)) lines++;
     return `<h3>Text</h3><details class="text"><summary>the program as jaxpr text (${lines} lines)</summary>
-<pre class="text">${esc(p.text.text)}</pre></details>
+<pre class="text"></pre></details>
 <p class="hint">The panel shows eqns and jaxprs as this text (jp.format, source locations left
 out): they paste back into a .jaxpr file.</p>`;
   }
