@@ -93,7 +93,8 @@ def dumps(closed_jaxpr, *, debug_info: bool = True, pickle_functions: bool = Fal
 
 def loads(data: bytes, *, typecheck: bool = True, callbacks=None,
           trust_pickled_code: bool = False, unresolved: str = "error"):
-  """.jaxpb bytes -> ClosedJaxpr (see `decode` for the options)."""
+  """.jaxpb bytes, or the text of a .jaxpr file (a str), -> ClosedJaxpr (see
+  `decode` for the options)."""
   return decode(parse(data), typecheck=typecheck, callbacks=callbacks,
                 trust_pickled_code=trust_pickled_code, unresolved=unresolved)
 

@@ -36,6 +36,8 @@ def test_garbage_bytes(data):
 
 def test_loads_rejects_non_bytes():
   with pytest.raises(TypeError):
+    jp.loads(3.0)
+  with pytest.raises(jp.TextError, match="line 1, column 1"):  # a str is read as .jaxpr text
     jp.loads("not bytes")
 
 

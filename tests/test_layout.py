@@ -1,7 +1,8 @@
 """The package's layers, and the one line that names the supported JAX releases.
 
 jaxpr_proto/ is read top down: api (with function, pickling, stages, cli) ->
-check -> codec -> compat -> wire, with errors and _version below them all.
+check -> codec -> compat -> wire, with errors, _version and _config (the
+settings, jp.config) below them all.
 A module imports only from its own layer or the layers below, and no modules
 import each other in a circle, function-level imports included.
 """
@@ -19,7 +20,7 @@ PKG = ROOT / "jaxpr_proto"
 
 # Layer of each folder (or top-level module), lowest first.
 LAYERS = ["base", "wire", "compat", "codec", "check", "api"]
-_BASE = {"jaxpr_proto.errors", "jaxpr_proto._version"}
+_BASE = {"jaxpr_proto.errors", "jaxpr_proto._version", "jaxpr_proto._config"}
 _FOLDERS = {"wire": "wire", "v1": "wire", "compat": "compat", "codec": "codec",
             "check": "check", "cli": "api"}
 

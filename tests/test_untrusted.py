@@ -529,8 +529,14 @@ def test_random_bytes(seed):
 
 
 def test_not_bytes():
-  with pytest.raises(TypeError):
+  """Bytes are a .jaxpb, a str a .jaxpr text (its own error, with its place);
+  nothing else is read."""
+  for x in (123, None, [b"\n\x02\x08\x01"]):
+    with pytest.raises(TypeError):
+      jp.loads(x)
+  with pytest.raises(jp.TextError) as e:
     jp.loads("a str")
+  assert (e.value.line, e.value.column) == (1, 1)
 
 
 def test_empty_file_is_a_version_error():
