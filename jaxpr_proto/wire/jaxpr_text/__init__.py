@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from jaxpr_proto.wire.jaxpr_text import builder, printer, syntax
-from jaxpr_proto.wire.jaxpr_text.printer import INLINE_MAX
+from jaxpr_proto.wire.jaxpr_text.arrays import INLINE_MAX
 from jaxpr_proto.wire.jaxpr_text.syntax import MAX_NESTING, MAX_TEXT_BYTES, TextError
+
+# The printer, the builder and lark are imported at first use, not with
+# jaxpr_proto: together they are a quarter of its import time.
 
 EXTENSION = ".jaxpr"
 FORM = "jaxpr"  # beside wire.files' forms (jaxpb, txtpb, json)
@@ -28,6 +30,7 @@ FORM = "jaxpr"  # beside wire.files' forms (jaxpb, txtpb, json)
 def parse_module(text: str) -> pb.Module:
   """A .jaxpr text -> its Module (not yet checked: decode it, or jp.check it).
   A TextError, with line and column, for a text that does not parse."""
+  from jaxpr_proto.wire.jaxpr_text import builder, syntax
   return builder.build_module(syntax.tree(text))
 
 
@@ -40,6 +43,7 @@ def format_module(m: pb.Module, *, debug_info: bool = True, inline_max: int = IN
   `external(...)`. With `check` (and debug info), the text is parsed back and
   must give `m` byte for byte: tables whose order reading would not give are
   written out (`seed` lines), and an EncodeError says what no text can hold."""
+  from jaxpr_proto.wire.jaxpr_text import printer
   text = printer.print_module(m, debug_info=debug_info, inline_max=inline_max)
   if not check or not debug_info:
     return text

@@ -17,6 +17,8 @@ import numpy as np
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import dtypes as wire_dtypes
 
+INLINE_MAX = 256  # arrays of up to this many elements are written as numbers
+
 
 def _np_dtype(name: str):
   try:

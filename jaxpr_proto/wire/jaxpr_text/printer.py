@@ -23,10 +23,10 @@ from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import columns, walk
 from jaxpr_proto.wire.jaxpr_text import arrays, names
+from jaxpr_proto.wire.jaxpr_text.arrays import INLINE_MAX
 from jaxpr_proto.wire.jaxpr_text.names import quote, word
 
 WIDTH = 80  # a line up to this long stays one line, as in JAX's printout
-INLINE_MAX = 256  # arrays of up to this many elements are written as numbers
 
 ARRAY_KINDS = {pb.ARRAY_KIND_NUMPY_SCALAR: "numpy_scalar", pb.ARRAY_KIND_JAX: "jax",
                pb.ARRAY_KIND_TYPED_NDARRAY: "typed", pb.ARRAY_KIND_TYPED_INT: "py_int",

@@ -13,8 +13,6 @@ import ast
 import functools
 import pathlib
 
-import lark
-
 from jaxpr_proto.errors import DecodeError
 
 # A text this long is refused before it is parsed. lark's tree costs a few
@@ -38,6 +36,7 @@ class TextError(DecodeError):
 
 def error_at(token, message: str) -> TextError:
   """A TextError at a lark Token or Tree (its first token)."""
+  import lark  # (here, not at import: `import jaxpr_proto` need not load lark)
   line = getattr(token, "line", None)
   if line is None and isinstance(token, lark.Tree):
     first = next(iter(token.scan_values(lambda v: isinstance(v, lark.Token))), None)
@@ -97,6 +96,7 @@ def _literal(tok):
 
 @functools.cache
 def _parser() -> lark.Lark:
+  import lark
   grammar = (pathlib.Path(__file__).parent / "grammar.lark").read_text()
   return lark.Lark(grammar, parser="lalr", lexer="contextual", postlex=Layout(),
                    maybe_placeholders=True, cache=False,
@@ -110,6 +110,7 @@ def tree(text: str) -> lark.Tree:
     raise TypeError(f"expected a str, got {type(text).__name__}")
   if len(text) > MAX_TEXT_BYTES:
     raise TextError(f"a text of {len(text)} characters, more than a .jaxpr may have ({MAX_TEXT_BYTES})")
+  import lark
   try:
     return _parser().parse(text)
   except TextError:
