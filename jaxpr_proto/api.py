@@ -80,10 +80,6 @@ def format(x, *, debug_info: bool = True, inline_max: int = jaxpr_text.INLINE_MA
   return jaxpr_text.format_module(encode(x, debug_info=debug_info), inline_max=inline_max)
 
 
-def _to_bytes(m: pb.Module, form: str) -> bytes:
-  return jaxpr_text.to_bytes(m) if form == jaxpr_text.FORM else files.to_bytes(m, form)
-
-
 def dumps(closed_jaxpr, *, debug_info: bool = True, pickle_functions: bool = False) -> bytes:
   """ClosedJaxpr -> .jaxpb bytes (deterministic serialization); see `encode`
   for `pickle_functions`."""
@@ -102,15 +98,16 @@ def loads(data: bytes, *, typecheck: bool = True, callbacks=None,
 def save(closed_jaxpr, path, *, debug_info: bool = True,
          external_min_bytes: int = _external.MIN_BYTES, pickle_functions: bool = False) -> None:
   """Writes a .jaxpb file atomically: temp file in the same folder, fsync, rename.
-  A path ending in `.jaxpr` gets the program's text (see `format`).
+  The file's form is the one its extension names (`.jaxpr`: the program's
+  text, see `format`; `.txtpb`, `.json`: protobuf's text and JSON forms;
+  any other: .jaxpb bytes), and `load` reads each so.
 
   Arrays of `external_min_bytes` or more (1 MiB by default) go to one data
   file beside it, `<path>.data`, 64-byte aligned with a SHA-256 each, so that
   constants of any size save (a message cannot pass 2 GiB) and `load` maps
   them without a copy. A program without such arrays is one file.
   """
-  form = jaxpr_text.FORM if jaxpr_text.is_text_path(path) else files.BINARY
-  save_as(closed_jaxpr, path, form, debug_info=debug_info,
+  save_as(closed_jaxpr, path, files.form_of(path), debug_info=debug_info,
           external_min_bytes=external_min_bytes, pickle_functions=pickle_functions)
 
 
@@ -123,8 +120,8 @@ def save_as(closed_jaxpr, path, form: str, *, debug_info: bool = True,
   path = os.fspath(path)
   sink = _external.DataFile(path + _external.DATA_SUFFIX, external_min_bytes)
   try:
-    data = _to_bytes(encode(closed_jaxpr, debug_info=debug_info, out_of_line=sink,
-                            pickle_functions=pickle_functions), form)
+    data = files.to_bytes(encode(closed_jaxpr, debug_info=debug_info, out_of_line=sink,
+                                 pickle_functions=pickle_functions), form)
   except BaseException:
     sink.discard()
     raise
@@ -137,7 +134,7 @@ def save_as(closed_jaxpr, path, form: str, *, debug_info: bool = True,
 def load(path, *, typecheck: bool = True, verify: bool = True, callbacks=None,
          trust_pickled_code: bool = False, unresolved: str = "error"):
   """Reads a .jaxpb file -> ClosedJaxpr (see `decode` for `typecheck` and
-  `callbacks`); a path ending in `.jaxpr` is read as text (see `parse`).
+  `callbacks`), in the form its extension names (see `save`).
 
   Arrays stored in a data file beside it are mapped read-only, not copied:
   the program's constants are views of the mapping. Their SHA-256 is checked
@@ -145,7 +142,7 @@ def load(path, *, typecheck: bool = True, verify: bool = True, callbacks=None,
   """
   with open(path, "rb") as f:
     data = f.read()
-  m = jaxpr_text.from_bytes(data) if jaxpr_text.is_text_path(path) else files.parse(data)
+  m = files.from_bytes(data, files.form_of(path))
   return decode(m, typecheck=typecheck, external=_external.Folder.beside(path, verify),
                 callbacks=callbacks, trust_pickled_code=trust_pickled_code,
                 unresolved=unresolved)
@@ -154,8 +151,9 @@ def load(path, *, typecheck: bool = True, verify: bool = True, callbacks=None,
 def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
           external=None, callbacks=None,
           trust_pickled_code: bool = False) -> checker.CheckReport:
-  """Checks a .jaxpb: bytes, a Module, a file path (a `.jaxpr` one read as
-  text), or a ClosedJaxpr / jp.Function (encoded first). Returns a CheckReport listing every problem as
+  """Checks a .jaxpb: bytes, a Module, a file path (read in the form its
+  extension names; a `.jaxpr` text that does not parse is a problem at its
+  line and column), or a ClosedJaxpr / jp.Function (encoded first). Returns a CheckReport listing every problem as
   (path, message); with raise_on_error, raises a CheckError instead of
   returning a failed report. A file that cannot be read raises OSError.
   A file's external arrays are read from its folder (and their checksums
@@ -164,12 +162,6 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
   to nothing is an error, as is pickled code without trust_pickled_code."""
   if isinstance(x, (compat.ClosedJaxpr, function.Function)):
     x = encode(x)
-  elif isinstance(x, (str, os.PathLike)) and jaxpr_text.is_text_path(x):
-    # (a text that does not parse raises its TextError, with line and column)
-    if external is None:
-      external = _external.Folder.beside(x)
-    with open(x, "rb") as f:
-      x = jaxpr_text.from_bytes(f.read())
   return checker.check(x, raise_on_error=raise_on_error, max_errors=max_errors,
                        source=_external.as_source(external), callbacks=callbacks,
                        trust_pickled_code=trust_pickled_code)

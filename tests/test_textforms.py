@@ -104,6 +104,19 @@ def test_files_round_trip(tmp_path):
   assert str(jp.load(tmp_path / "d.jaxpb")) == str(traced("scan"))
 
 
+@pytest.mark.parametrize("ext,form", [(".jaxpb", tf.BINARY), (".txtpb", tf.TEXT), (".json", tf.JSON),
+                                      (".jaxpr", tf.JAXPR), (".bin", tf.BINARY)])
+def test_save_load_and_check_by_extension(tmp_path, ext, form):
+  """jp.save writes the form a path's extension names, and jp.load and
+  jp.check read it so (a .txtpb used to be written and read as .jaxpb bytes)."""
+  cj = traced("scan")
+  path = tmp_path / f"prog{ext}"
+  jp.save(cj, path)
+  assert tf.from_bytes(path.read_bytes(), form) == jp.encode(cj)
+  assert str(jp.load(path)) == str(cj)
+  assert jp.check(path).ok
+
+
 def test_awkward_values_survive():
   """Floats at the edges, raw bytes, 64-bit and big ints, unicode."""
   m = pb.Module()

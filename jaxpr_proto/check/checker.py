@@ -47,7 +47,7 @@ from jaxpr_proto.check.typecheck import iter_type_errors
 from jaxpr_proto.codec import decoder as _decoder
 from jaxpr_proto.errors import CheckError, DecodeError, Error, VersionError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
-from jaxpr_proto.wire import external, files, jaxpr_text, versions, walk
+from jaxpr_proto.wire import external, files, versions, walk
 
 STAGES = ("structure", "params", "versions", "types", "function")
 
@@ -140,16 +140,15 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
 def _as_module(x, err):
   if isinstance(x, pb.Module):
     return x
-  parse = files.parse
+  form = files.BINARY
   if isinstance(x, (str, os.PathLike)):
-    if jaxpr_text.is_text_path(x):  # (a .jaxpr text: one that does not parse is
-      parse = jaxpr_text.from_bytes  # reported at its line and column)
+    form = files.form_of(x)  # (a .jaxpr text that does not parse: at its line and column)
     with open(x, "rb") as f:
       x = f.read()
   if isinstance(x, (bytes, bytearray, memoryview)):
     err.stage = "structure"
     try:
-      return parse(x)
+      return files.from_bytes(x, form)
     except DecodeError as e:
       err(e.path, e.message)
       return None
