@@ -61,6 +61,10 @@ OPTIONAL_MODULES: tuple[tuple[str, str], ...] = (
     ("jax::xla_metadata_value", "jax.experimental.xla_metadata"),
     ("jax::program_order", "jax.experimental.overlap"),  # (JAX 0.11 on)
     ("jax::thunky.", "jax.experimental.thunky"),  # (JAX 0.12 on)
+    # The key-reuse checker's primitives: JAX imports their module (not a
+    # public one) only when jax_debug_key_reuse is on.
+    ("jax::consume", "jax.experimental.key_reuse._core"),
+    ("jax::assert_consumed_value", "jax.experimental.key_reuse._core"),
 )
 
 MODULES = frozenset(m for _, m in OPTIONAL_MODULES)
