@@ -32,9 +32,11 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import jax
 import pytest
@@ -100,14 +102,27 @@ def _own_venv(version: str) -> pathlib.Path:
   return ROOT / (".venv-jax" + "".join(version.split(".")[:2]))
 
 
+def _dependencies() -> list[str]:
+  """pyproject's dependencies other than JAX's own (pinned per release here)."""
+  deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+  return [d for d in deps if _dist_name(d) not in ("jax", "jaxlib")]
+
+
+def _dist_name(requirement: str) -> str:
+  return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
+
+
 def _probe(venv: pathlib.Path, version: str) -> bool:
-  """`venv` imports JAX `version` and this checkout's jaxpr_proto."""
+  """`venv` imports JAX `version` and this checkout's jaxpr_proto, and has
+  every dependency of pyproject's (a venv built before one was added lacks it)."""
   py = venv / "bin" / "python"
   if not py.exists():
     return False
+  names = [_dist_name(d) for d in _dependencies()]
   try:
     probe = subprocess.run(
         [str(py), "-c", f"import jax, jaxpr_proto; assert jax.__version__ == {version!r}, jax.__version__;"
+                        f"import importlib.metadata as m; [m.version(n) for n in {names!r}];"
                         "print(jaxpr_proto.__file__)"],
         capture_output=True, text=True, timeout=300, cwd=ROOT)
   except (OSError, subprocess.SubprocessError):
@@ -185,8 +200,8 @@ def _build(version: str, venv: pathlib.Path, config) -> None:
     pytest.skip(f"cannot create a venv with {base} ({py_name}) for JAX {version}: "
                 f"{(made.stderr or made.stdout)[-1000:]}")
   pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-  done = subprocess.run(pip + [f"jax=={version}", f"jaxlib=={version}", "protobuf>=7.35.1",
-                               "numpy", "ml_dtypes"], capture_output=True, text=True, timeout=1200)
+  done = subprocess.run(pip + [f"jax=={version}", f"jaxlib=={version}", *_dependencies()],
+                        capture_output=True, text=True, timeout=1200)
   if done.returncode != 0:
     shutil.rmtree(venv, ignore_errors=True)
     pytest.skip(f"cannot install jax=={version} from PyPI (no network?): {done.stderr[-1000:]}")
