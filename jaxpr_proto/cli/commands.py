@@ -37,6 +37,7 @@ def _out(text: str = "") -> None:
 
 
 def _err(text: str) -> None:
+  sys.stdout.flush()  # (what stdout holds came first: into one pipe, it stays first)
   sys.stderr.write(text + "\n")
 
 
