@@ -19,6 +19,13 @@ from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import columns, walk
 
 
+# Eqns of a jaxpr (in the eqns form) up to which they are checked one by one
+# (`_fast_eqn`), not as columns: NumPy's fixed cost per jaxpr (some 15 calls,
+# dearer still at their first use in a process) outweighs a Python step for
+# each of a few eqns (a custom_jvp rule's, a pjit's small body).
+_SMALL = 16
+
+
 def _ids(col) -> np.ndarray:
   """A column of variable ids (+ 1) as an array."""
   return np.array(col, np.int64) if col else np.zeros(0, np.int64)
@@ -290,7 +297,7 @@ class Structure:
       if c is None:
         collect(columns.of, j, prefix)  # tells why
         eqns = ()
-    if c is not None:
+    if c is not None and (c.n > _SMALL or j.HasField("columns")):
       # (the ids the jaxpr's outputs and effects use after its eqns)
       later = [a.var for a in j.outvars if a.WhichOneof("kind") == "var"]
       later += [e.input_var for e in j.effects if e.HasField("input_var")]
