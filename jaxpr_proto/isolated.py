@@ -1,7 +1,7 @@
 """Running a program from an untrusted file in a process of its own.
 
-Loading a file never crashes the process (see README, "Untrusted files and
-the checker"); compiling the program it holds is XLA's work, and XLA has
+Loading a file never crashes the process (see docs/checker.md, "What loading
+guarantees"); compiling the program it holds is XLA's work, and XLA has
 bugs that abort the process on a valid program: with jaxlib 0.10, a while
 loop whose counter is added to itself (`i + i`) fails a CHECK in XLA's trip
 count analysis (openxla/xla#47384, fixed in jaxlib 0.11), and the same

@@ -190,7 +190,7 @@ ONNX_MISSING = _onnx_missing()
 needs_onnx = pytest.mark.skipif(bool(ONNX_MISSING), reason=ONNX_MISSING)
 
 # The corpus programs that go through ONNX (jax2onnx 0.17.1), as the table
-# in the README (printed by tools/onnx_table.py) lists them with the reasons
+# in docs/convert.md (printed by tools/onnx_table.py) lists them with the reasons
 # of the others: converted, onnx.checker, onnxruntime within its tolerances.
 ONNX_PASSES = (
     "lax_unary_transcendental", "lax_unary_special", "lax_binary_float", "lax_float_nondiff",

@@ -13,8 +13,8 @@ PRNG keys, low-precision types, effects and state) and
 covers every file.
 
 `tests/golden/future/` holds files of versions after this one: a reader
-must refuse them, or accept them, with the clear behavior the README's
-compatibility section promises.
+must refuse them, or accept them, with the clear behavior docs/compatibility.md
+("The promise") promises.
 """
 from __future__ import annotations
 
