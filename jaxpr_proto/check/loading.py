@@ -40,6 +40,9 @@ from jaxpr_proto.errors import DecodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 from jaxpr_proto.wire import columns, versions
 
+if config.verdict_cache_dir:  # (set by the environment: imported now, not by the first load)
+  from jaxpr_proto.check import verdict_cache  # noqa: F401
+
 _PASSED = memo.memo()  # verdict key -> whether JAX's type rules were among the checks passed
 # Messages past this size are not remembered: hashing them would cost a copy.
 PASSED_MAX_BYTES = 64 << 20
