@@ -50,6 +50,7 @@ def test_corpus_reads_back_byte_for_byte(p):
     assert _bytes(back) == _bytes(m), jt.first_difference(m, back)
 
 
+@pytest.mark.main_jax_only  # (text <-> Module only: no JAX in it, so once is enough)
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: f"{p.parent.name}-{p.stem}")
 def test_golden_files_read_back_byte_for_byte(path):
   m = jp.parse(path.read_bytes())
