@@ -23,3 +23,23 @@ def pytest_collection_modifyitems(config, items):
   for item in items:
     if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in MAIN_JAX_ONLY:
       item.add_marker(pytest.mark.main_jax_only)
+
+
+@pytest.fixture
+def runs(monkeypatch):
+  """How many times the checker's stages ran (checker.run), from a fresh
+  start: the process's memos of checking cleared before and after."""
+  import importlib
+
+  import jaxpr_proto as jp
+  checker = importlib.import_module("jaxpr_proto.check.checker")  # (jp.check shadows the package)
+  jp.clear_caches()
+  count = [0]
+  run = checker.run
+
+  def counted(*a, **k):
+    count[0] += 1
+    return run(*a, **k)
+  monkeypatch.setattr(checker, "run", counted)
+  yield count
+  jp.clear_caches()

@@ -16,22 +16,6 @@ from jaxpr_proto.codec import names
 from jaxpr_proto.errors import DecodeError
 
 loading = importlib.import_module("jaxpr_proto.check.loading")  # (jp.check shadows the package)
-checker = importlib.import_module("jaxpr_proto.check.checker")
-
-
-@pytest.fixture
-def runs(monkeypatch):
-  """How many times the checks ran, from a fresh start."""
-  jp.clear_caches()
-  count = [0]
-  run = checker.run
-
-  def counted(*a, **k):
-    count[0] += 1
-    return run(*a, **k)
-  monkeypatch.setattr(checker, "run", counted)
-  yield count
-  jp.clear_caches()
 
 
 def _program():

@@ -17,7 +17,6 @@ import jaxpr_proto as jp
 from tests.helpers import run_json
 
 loading = importlib.import_module("jaxpr_proto.check.loading")  # (jp.check shadows the package)
-checker = importlib.import_module("jaxpr_proto.check.checker")
 verdict_cache = importlib.import_module("jaxpr_proto.check.verdict_cache")
 
 
@@ -30,19 +29,6 @@ def folder(tmp_path):
   yield d
   jp.config.update("verdict_cache_dir", None)
   jp.clear_caches()
-
-
-@pytest.fixture
-def runs(monkeypatch):
-  """How many times the checks ran."""
-  count = [0]
-  run = checker.run
-
-  def counted(*a, **k):
-    count[0] += 1
-    return run(*a, **k)
-  monkeypatch.setattr(checker, "run", counted)
-  return count
 
 
 def _program(scale=2.0):
