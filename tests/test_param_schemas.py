@@ -333,3 +333,32 @@ def test_offloading_policy_records_of_jax_0_11_load_under_every_jax(policy, reco
   with pytest.raises(jp.DecodeError, match="offload_src must be one of the memory kinds") as e:
     jp.loads(m.SerializeToString())
   assert e.value.path.startswith(f"eqn[0].params.policy")
+
+
+_UINT64_GATHER = """
+import json, jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp, numpy as np, jaxpr_proto as jp
+from jax.extend.core import jaxpr_as_fun
+x, i = jnp.arange(10, dtype=jnp.uint64), np.array([1, 12])
+f = lambda x, i: x.at[i].get(mode="fill")  # out of bounds: uint64's largest, 2**64-1
+cj = jax.make_jaxpr(f)(x, i)
+c2 = jp.loads(jp.dumps(cj))
+bad = cj.jaxpr.eqns[-1].replace(params={**cj.jaxpr.eqns[-1].params, "fill_value": 1 << 64})
+refused = None
+try:
+  jp.loads(jp.dumps(jax.extend.core.ClosedJaxpr(cj.jaxpr.replace(eqns=[*cj.jaxpr.eqns[:-1], bad]), cj.consts)))
+except jp.DecodeError as e:
+  refused = [e.path, e.message]
+print(json.dumps({"same": str(c2) == str(cj), "out": np.asarray(jaxpr_as_fun(c2)(x, i)[0]).tolist(),
+                  "want": np.asarray(f(x, i)).tolist(), "refused": refused}))
+"""
+
+
+def test_a_uint64_gather_fill_value_loads():
+  """JAX's x64 harness gather_dtypes_shape_uint64: a fill_value of 2**64-1
+  (it was refused as an int past int64); one past uint64 is still refused."""
+  from tests.helpers import run_json
+  got = run_json(_UINT64_GATHER)
+  assert got["same"] and got["out"] == got["want"] == [1, (1 << 64) - 1]
+  assert got["refused"] and "fill_value" in got["refused"][0] + got["refused"][1], got["refused"]

@@ -12,6 +12,10 @@ from jaxpr_proto.check import param_schema
 from jaxpr_proto.codec import names
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+# Params that hold a value of the operand's dtype, which JAX gives as a
+# Python int up to uint64's largest (a uint64 gather's fill_value, 2**64-1);
+# check.shape_rules checks that the value fits the operand.
+_UINT64_VALUES = frozenset({"fill_value"})
 
 
 def _params_errors(prim, params):
@@ -22,7 +26,8 @@ def _params_errors(prim, params):
     found = True
     yield param, message
   for param, v in params.items():
-    why = (_unhashable(v) or _big_int(v) or (param in _DISTINCT and _repeats(v))
+    top = (1 << 64) - 1 if param in _UINT64_VALUES else _INT64[1]
+    why = (_unhashable(v) or _big_int(v, top) or (param in _DISTINCT and _repeats(v))
            or (param in _AXES and _far_axis(v)) or (param == "precision" and _not_a_pair(v)))
     if why:
       found = True
@@ -103,12 +108,14 @@ def _unhashable(v):
   return None
 
 
-def _big_int(v, depth=0):
+def _big_int(v, top=_INT64[1], depth=0):
   if type(v) is int:
-    return None if _INT64[0] <= v <= _INT64[1] else "holds an integer that does not fit int64"
+    if _INT64[0] <= v <= top:
+      return None
+    return f"holds an integer that does not fit {'int64' if top == _INT64[1] else 'int64 or uint64'}"
   if type(v) in (tuple, list, frozenset) and depth < 8:
     for x in v:
-      why = _big_int(x, depth + 1)
+      why = _big_int(x, top, depth + 1)
       if why:
         return why
   return None

@@ -31,6 +31,11 @@ def _gather(eqn, *, mode, fill_value, **_):
   None). Other modes ignore it."""
   if mode == jax.lax.GatherScatterMode.FILL_OR_DROP and fill_value is None:
     yield "fill_value", "a FILL_OR_DROP gather needs a fill_value, not None"
+  dtype = getattr(eqn.invars[0].aval, "dtype", None) if eqn.invars else None
+  if type(fill_value) is int and dtype is not None and np.issubdtype(dtype, np.integer):
+    info = np.iinfo(dtype)  # (the lowering makes a constant of the operand's dtype of it)
+    if not info.min <= fill_value <= info.max:
+      yield "fill_value", f"fill_value={fill_value} does not fit the operand's {dtype}"
 
 
 def _sort(eqn, *, dimension, num_keys, **_):
