@@ -227,17 +227,11 @@ class Builder(Values):
 
   def _loc(self, item):
     ref, *frames = kids(item)
-    k = int(str(ref)[4:])
-    if k in self.locs:
-      raise error_at(ref, f"#loc{k} given twice")
-    self.locs[k] = (ref, frames)
+    _define(self.locs, ref, frames)
 
   def _context(self, item):
     ref, text = kids(item)
-    k = int(str(ref)[4:])
-    if k in self.contexts:
-      raise error_at(ref, f"#ctx{k} given twice")
-    self.contexts[k] = (ref, text)
+    _define(self.contexts, ref, text)
 
   def _seed(self, item):
     table, text = kids(item)
@@ -537,3 +531,11 @@ def build_module(tree: Tree) -> pb.Module:
     return Builder(tree).build()
   except RecursionError:
     raise TextError("the text nests too deeply to read") from None
+
+
+def _define(table: dict, ref, value) -> None:
+  """Enters a numbered definition (`#loc3 = ...`, `#ctx0 = ...`) once."""
+  k = int(str(ref)[4:])  # (after "#loc" or "#ctx")
+  if k in table:
+    raise error_at(ref, f"{str(ref)[:4]}{k} given twice")
+  table[k] = (ref, value)
