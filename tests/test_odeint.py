@@ -47,6 +47,11 @@ _PROGRAM = textwrap.dedent("""
       s2 = lambda y0: f2(y0, ts)[0].sum()
       out["grad"] = [float(jax.grad(s1)(1.0)), float(jax.grad(s2)(1.0))]
       out["grad2"] = [float(jax.grad(jax.grad(s1))(1.0)), float(jax.grad(jax.grad(s2))(1.0))]
+    else:  # the grad program's own grad: the solution's second derivative
+      s1 = lambda y0: f1(y0)[0].sum()
+      s2 = lambda y0: f2(y0)[0].sum()
+      out["grad2"] = [float(jax.grad(s1)(1.0)), float(jax.grad(s2)(1.0))]
+      out["jit_grad2"] = [float(jax.jit(jax.grad(s1))(1.0)), float(jax.jit(jax.grad(s2))(1.0))]
     print(json.dumps(out))
 """)
 
@@ -76,6 +81,12 @@ def test_grad_of_odeint_saves_in_bounded_time():
   original, loaded = out["printed"]
   assert loaded == original  # (JAX's copies of _where's jaxpr: ClosedJaxpr.same_vars)
   assert out["outs"][0] == out["outs"][1]
+  # The grad program differentiates again: its inner odeint's fwd takes the
+  # solver's constants as leading inputs (CustomVjpRule.closed_over_inputs).
+  for key in ("grad2", "jit_grad2"):
+    want, got = out[key]
+    assert got == want, key  # bit for bit: the saved rules are JAX's, traced
+  assert out["grad2"][0] != 0.0
 
 
 def test_jaxprs_copy_prints_as_the_original():
@@ -104,6 +115,98 @@ def test_jaxprs_copy_prints_as_the_original():
   assert a is not b and a.invars[0] is b.invars[0]
   assert float(jax.jit(lambda x: jax.core.eval_jaxpr(loaded.jaxpr, loaded.consts, x)[0])(0.5)) == \
       float(jax.jit(lambda x: jax.core.eval_jaxpr(cj.jaxpr, cj.consts, x)[0])(0.5))
+
+
+def _closed_over_program():
+  """A custom_vjp call whose function closed over an array, traced again:
+  the array is the call's first input, which JAX refuses to differentiate
+  with respect to (CustomVJPException), as odeint's solver constants in the
+  grad program."""
+  import jax
+  import jax.numpy as jnp
+  from jax.extend.core import jaxpr_as_fun
+
+  c = jnp.array([1., 2., 3.])
+
+  @jax.custom_vjp
+  def g(y):
+    return jnp.sin(y) * c
+  g.defvjp(lambda y: (g(y), jnp.cos(y) * c), lambda r, t: (r * t,))
+  x = jnp.array([.1, .2, .3])
+  cj = jax.make_jaxpr(jaxpr_as_fun(jax.make_jaxpr(g)(x)))(x)
+  assert [len(e.invars) for e in cj.jaxpr.eqns] == [2] and cj.jaxpr.eqns[0].params["num_consts"] == 0
+  return cj, c, x
+
+
+def test_closed_over_inputs_round_trip():
+  """The rule is saved with fwd traced with its first input's tangent zero
+  (format 1.5); the loaded program differentiates as the original, and
+  refuses, as the original does, a derivative with respect to that input."""
+  import jax
+  from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
+
+  import jaxpr_proto as jp
+  from jaxpr_proto import compat
+  from jaxpr_proto.codec import encoder
+
+  cj, c, x = _closed_over_program()
+  m = encoder.encode(cj)
+  (rule,) = [r.vjp for r in m.rules]
+  assert not rule.trace_error and rule.closed_over_inputs == 1
+  assert (m.format_version.major, m.format_version.minor) == (1, 5)
+  loaded = jp.loads(m.SerializeToString())
+  assert str(loaded) == str(cj)
+  assert jp.dumps(loaded) == m.SerializeToString()  # (written again: the same k)
+  grad = lambda prog: jax.grad(lambda x: jaxpr_as_fun(prog)(x)[0].sum())
+  assert (grad(loaded)(x) == grad(cj)(x)).all()
+  assert (jax.jit(grad(loaded))(x) == jax.jit(grad(cj))(x)).all()
+  refusals = []
+  for prog in (cj, loaded):  # d/dc, c passed in as the constvar's value
+    f = lambda c_: jaxpr_as_fun(ClosedJaxpr(prog.jaxpr, [c_]))(x)[0].sum()
+    with pytest.raises(compat.CustomVJPException) as info:
+      jax.grad(f)(c)
+    refusals.append(str(info.value))
+  assert refusals[0] == refusals[1]
+  # The decoded thunk itself, as JAX's lift_fwd calls it.
+  thunks = [e.params["fwd_jaxpr_thunk"] for e in (cj.jaxpr.eqns[0], loaded.jaxpr.eqns[0])]
+  for thunk in thunks:
+    with pytest.raises(compat.CustomVJPException):
+      thunk.call_wrapped(True, True)
+  fwds = [compat.eval_jaxpr(*thunk.call_wrapped(False, True), c, x) for thunk in thunks]
+  assert all((a == b).all() for a, b in zip(*fwds)) and len(fwds[0]) == len(fwds[1]) == 2
+
+
+def test_closed_over_inputs_in_the_text_form():
+  import jaxpr_proto as jp
+  from jaxpr_proto.codec import encoder
+
+  m = encoder.encode(_closed_over_program()[0])
+  text = jp.format(m)
+  assert "closed_over_inputs=1," in text
+  assert jp.parse(text).SerializeToString() == m.SerializeToString()
+  with pytest.raises(jp.TextError, match="expected an int from 0 to 4294967295"):
+    jp.parse(text.replace("closed_over_inputs=1,", "closed_over_inputs=-1,"))
+
+
+@pytest.mark.parametrize("k", [3, 2**32 - 1])
+def test_closed_over_inputs_past_the_inputs_is_refused(k):
+  """At most the fwd's inputs (2 here). A negative count, written as an
+  int32 would write it, reads as 2**32 - 1 (the field is a uint32)."""
+  import jaxpr_proto as jp
+  from jaxpr_proto.codec import encoder
+
+  m = encoder.encode(_closed_over_program()[0])
+  m.rules[0].vjp.ClearField("closed_over_inputs")
+  if k == 2**32 - 1:  # (-1 as a varint: ten bytes, field 11, wire type 0)
+    m.rules[0].vjp.MergeFromString(bytes([11 << 3]) + b"\xff" * 9 + b"\x01")
+  else:
+    m.rules[0].vjp.closed_over_inputs = k
+  assert m.rules[0].vjp.closed_over_inputs == k
+  path = "rules[0].vjp.closed_over_inputs"
+  assert jp.check(m).errors == [(path, f"closed_over_inputs is {k}, more than the 2 inputs of the rule's fwd")]
+  with pytest.raises(jp.DecodeError) as info:
+    jp.loads(m.SerializeToString())
+  assert info.value.path == path
 
 
 def test_vjp_rule_tower_is_cut_and_named():

@@ -161,6 +161,19 @@ class Structure:
         vjp = self.m.rules[i].vjp
         self.treedef(("r", i), vjp.out_tree, f"rules[{i}].vjp.out_tree", 0)
         self.treedef(("r", i), vjp.res_tree, f"rules[{i}].vjp.res_tree", 0)
+        self.closed_over_inputs(i, vjp)
+
+  def closed_over_inputs(self, i, vjp) -> None:
+    """A custom_vjp rule's closed_over_inputs counts leading primal inputs:
+    at most as many as its fwd takes."""
+    c = vjp.fwd
+    j = self.m.closed_jaxprs[c].jaxpr if c < self.n["closed_jaxprs"] else -1
+    if not 0 <= j < self.n["jaxprs"]:
+      return  # (told where the closed jaxpr is checked)
+    n = len(self.m.jaxprs[j].invars)
+    if vjp.closed_over_inputs > n:
+      self.err(f"rules[{i}].vjp.closed_over_inputs",
+               f"closed_over_inputs is {vjp.closed_over_inputs}, more than the {n} inputs of the rule's fwd")
 
   def treedef(self, node, t, path, depth) -> None:
     self._refs(node, walk.treedef_refs(t, path, depth))

@@ -182,7 +182,7 @@ def encode_vjp_rule(enc, eqn, path) -> int:
     msg.trace_error = cut
     return idx
   try:
-    fwd_jaxpr, fwd_consts = thunk.call_wrapped(*([True] * n_primals))
+    fwd_jaxpr, fwd_consts, closed_over = _trace_fwd(thunk, n_primals)
     out_tree, res_tree, input_fwds = out_trees()
     _check_no_tracers(fwd_consts)
   except Exception as e:
@@ -204,10 +204,26 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   msg.out_tree.CopyFrom(enc.value(out_tree, f"{path}.out_tree").treedef)
   msg.res_tree.CopyFrom(enc.value(res_tree, f"{path}.res_tree").treedef)
   msg.input_fwds.extend(-1 if f is None else f for f in input_fwds)
+  msg.closed_over_inputs = closed_over
   with enc.state.inside_rule(functions):
     msg.fwd = enc.closed_jaxpr(_closed(fwd_jaxpr, fwd_consts), f"{path}.fwd")
     msg.bwd = enc.closed_jaxpr(_closed(bwd_jaxpr, bwd_consts), f"{path}.bwd")
   return idx
+
+
+def _trace_fwd(thunk, n):
+  """(fwd jaxpr, consts, k): the fwd thunk traced with every tangent nonzero
+  but the first k's. A call traced again (JAX rebinds it: get_bind_params,
+  lift_fwd) takes the values its function closed over as its first inputs,
+  and JAX refuses their tangents (CustomVJPException); k is the fewest
+  leading inputs whose tangents must be zero, as in any derivative JAX takes.
+  Each k refused costs little: lift_fwd refuses before tracing anything."""
+  for k in range(n + 1):
+    try:
+      return (*thunk.call_wrapped(*([False] * k + [True] * (n - k))), k)
+    except compat.CustomVJPException:
+      if k == n:
+        raise
 
 
 def _trace_error(what, name, e) -> str:
@@ -393,6 +409,8 @@ class VjpRule:
   def _fwd_jaxpr(self, *nonzeros):
     if self._msg.trace_error:
       _raise_trace_error(self._msg, self._path)
+    if any(nonzeros[:self._msg.closed_over_inputs]):  # (as JAX's lift_fwd refuses them)
+      raise compat.CustomVJPException()
     if self._fwd is None:
       self._fwd = _saved(self, "fwd")
     return self._fwd.jaxpr, self._fwd.consts

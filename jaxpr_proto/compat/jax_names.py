@@ -13,6 +13,7 @@ from jax._src import mesh as mesh_lib
 from jax._src import partition_spec
 from jax._src import sharding_impls
 from jax._src import source_info_util
+from jax._src.interpreters import ad
 from jax._src.interpreters import partial_eval as pe
 from jax._src.state import types as state_types
 
@@ -59,6 +60,9 @@ jaxpr_as_fun = jex_core.jaxpr_as_fun
 trace_to_jaxpr_dynamic = pe.trace_to_jaxpr_dynamic
 convert_constvars_jaxpr = pe.convert_constvars_jaxpr
 partial_eval_jaxpr_nounits = pe.partial_eval_jaxpr_nounits
+# What JAX raises when asked to differentiate a custom_vjp call with respect to
+# a value its function closed over (custom_derivatives.lift_fwd).
+CustomVJPException = ad.CustomVJPException
 
 
 AbstractRef = state_types.AbstractRef

@@ -781,7 +781,7 @@ class CustomJvpRule(_message.Message):
     def __init__(self, name: _Optional[str] = ..., jvp: _Optional[int] = ..., out_zeros: _Optional[_Iterable[bool]] = ..., debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., trace_error: _Optional[str] = ...) -> None: ...
 
 class CustomVjpRule(_message.Message):
-    __slots__ = ("fwd", "bwd", "fwd_name", "bwd_name", "out_tree", "res_tree", "input_fwds", "fwd_debug_info", "bwd_debug_info", "trace_error")
+    __slots__ = ("fwd", "bwd", "fwd_name", "bwd_name", "out_tree", "res_tree", "input_fwds", "fwd_debug_info", "bwd_debug_info", "trace_error", "closed_over_inputs")
     FWD_FIELD_NUMBER: _ClassVar[int]
     BWD_FIELD_NUMBER: _ClassVar[int]
     FWD_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -792,6 +792,7 @@ class CustomVjpRule(_message.Message):
     FWD_DEBUG_INFO_FIELD_NUMBER: _ClassVar[int]
     BWD_DEBUG_INFO_FIELD_NUMBER: _ClassVar[int]
     TRACE_ERROR_FIELD_NUMBER: _ClassVar[int]
+    CLOSED_OVER_INPUTS_FIELD_NUMBER: _ClassVar[int]
     fwd: int
     bwd: int
     fwd_name: str
@@ -802,7 +803,8 @@ class CustomVjpRule(_message.Message):
     fwd_debug_info: DebugInfo
     bwd_debug_info: DebugInfo
     trace_error: str
-    def __init__(self, fwd: _Optional[int] = ..., bwd: _Optional[int] = ..., fwd_name: _Optional[str] = ..., bwd_name: _Optional[str] = ..., out_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., res_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., input_fwds: _Optional[_Iterable[int]] = ..., fwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., bwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., trace_error: _Optional[str] = ...) -> None: ...
+    closed_over_inputs: int
+    def __init__(self, fwd: _Optional[int] = ..., bwd: _Optional[int] = ..., fwd_name: _Optional[str] = ..., bwd_name: _Optional[str] = ..., out_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., res_tree: _Optional[_Union[TreeDef, _Mapping]] = ..., input_fwds: _Optional[_Iterable[int]] = ..., fwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., bwd_debug_info: _Optional[_Union[DebugInfo, _Mapping]] = ..., trace_error: _Optional[str] = ..., closed_over_inputs: _Optional[int] = ...) -> None: ...
 
 class FunctionSignature(_message.Message):
     __slots__ = ("in_tree", "out_tree", "in_avals", "out_avals", "name", "static_leaves")

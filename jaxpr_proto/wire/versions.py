@@ -24,7 +24,7 @@ from __future__ import annotations
 from jaxpr_proto.errors import VersionError
 
 FORMAT_MAJOR = 1
-FORMAT_MINOR = 4
+FORMAT_MINOR = 5
 
 # Optional features this reader understands (Module.required_features), with
 # the format minor that introduced each. A writer lists a feature in
@@ -80,6 +80,11 @@ MINOR_ADDITIONS: list[tuple[int, str, object]] = [
     (3, "ClosedJaxpr.own_jaxpr", lambda m: any(c.own_jaxpr for c in m.closed_jaxprs)),
     # Read by a 1.3 reader as one jaxpr object shared by the entries, as above.
     (4, "ClosedJaxpr.same_vars", lambda m: any(c.same_vars for c in m.closed_jaxprs)),
+    # Read by a 1.4 reader as a rule whose fwd takes every input's tangent:
+    # the program runs the same, and its derivatives too, but a derivative
+    # with respect to a closed-over value is not refused as JAX refuses it.
+    (5, "CustomVjpRule.closed_over_inputs", lambda m: any(
+        r.vjp.closed_over_inputs for r in m.rules if r.WhichOneof("kind") == "vjp")),
 ]
 
 

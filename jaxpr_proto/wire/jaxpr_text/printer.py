@@ -751,6 +751,8 @@ class Printer:
       if msg.input_fwds:
         fs = [str(f) for f in msg.input_fwds]
         args.append(f"input_fwds=({fs[0]},)" if len(fs) == 1 else f"input_fwds=({', '.join(fs)})")
+      if msg.closed_over_inputs:
+        args.append(f"closed_over_inputs={msg.closed_over_inputs}")
       for key in ("fwd", "bwd"):
         if not msg.trace_error or getattr(msg, key):
           args.append(f"{key}={self.closed_ref(getattr(msg, key), 2)}")

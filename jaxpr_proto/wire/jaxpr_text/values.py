@@ -620,7 +620,8 @@ class Values:
         msg.jvp = self.closed(kw["jvp"])
     elif callee == "custom_vjp":
       args, kw = self.call_args(node, {"fwd_name", "bwd_name", "fwd_debug", "bwd_debug", "trace_error",
-                                       "out_tree", "res_tree", "input_fwds", "fwd", "bwd"})
+                                       "out_tree", "res_tree", "input_fwds", "closed_over_inputs",
+                                       "fwd", "bwd"})
       msg = r.vjp
       msg.SetInParent()
       for key in ("fwd_name", "bwd_name", "trace_error"):
@@ -634,6 +635,8 @@ class Values:
           getattr(msg, key).CopyFrom(self.treedef(kw[key]))
       if "input_fwds" in kw:
         msg.input_fwds.extend(self.int_(x, -(1 << 31), 1 << 31) for x in self.items(kw["input_fwds"], "tuple"))
+      if "closed_over_inputs" in kw:
+        msg.closed_over_inputs = self.int_(kw["closed_over_inputs"], 0, 1 << 32)
       for key in ("fwd", "bwd"):
         if key in kw:
           setattr(msg, key, self.closed(kw[key]))
