@@ -39,7 +39,7 @@ _SCALARS = {type(None): "None", bool: "bool", int: "int", float: "float", str: "
 
 
 # The kind of a param that some eqns of its primitive leave out.
-ABSENT = "absent"
+ABSENT = param_tables.ABSENT
 
 
 def kind(v) -> str:

@@ -16,6 +16,7 @@ from jaxpr_proto.codec import avals, effects, names, param_codecs, sharding, tra
 from jaxpr_proto.codec.names import REGISTRY
 from jaxpr_proto.codec.state import EncodeState, paused_gc
 from jaxpr_proto.compat import memo as _memo
+from jaxpr_proto.compat import public_defaults
 from jaxpr_proto.compat.change import same_value
 from jaxpr_proto.errors import EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
@@ -237,8 +238,12 @@ class Encoder:
       ps = e.params
       q = memo.get(identity(ps))
       if q is None:
-        q = memo[identity(ps)] = param_codecs.encode_params(self, e, f"{prefix}eqn[{k}]")
-        keep.append(ps)
+        full = public_defaults.completed(e)
+        if full is None:
+          q = memo[identity(ps)] = param_codecs.encode_params(self, e, f"{prefix}eqn[{k}]")
+          keep.append(ps)
+        else:  # (not memoized: what it binds may depend on this eqn's operands)
+          q = param_codecs.encode_params(self, e.replace(params=full), f"{prefix}eqn[{k}]")
       parc.append(len(q))
       pars.extend(q)
       if e.effects:

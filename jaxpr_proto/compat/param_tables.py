@@ -7,6 +7,10 @@ import importlib
 
 from jaxpr_proto.compat.releases import folder
 
+# The kind in a param's type tree of a param some eqns of the primitive
+# leave out (see check.param_schema).
+ABSENT = "absent"
+
 
 @functools.cache
 def _table(minor: tuple[int, int]):
@@ -38,3 +42,10 @@ def unbound_primitives(version) -> frozenset:
   """The primitives a JAX minor defines that no source of its table binds
   (their params are checked by name), or {} for a minor without a table."""
   return frozenset(getattr(_table(tuple(version[:2])), "UNBOUND_PRIMITIVES", ()))
+
+
+def required_params(version, name: str) -> frozenset:
+  """The params of primitive `name` that no eqn may lack under a JAX minor
+  (those its schema does not mark ABSENT)."""
+  schema = param_schemas(version).get(name) or {}
+  return frozenset(k for k, tree in schema.items() if ABSENT not in tree)
