@@ -212,14 +212,17 @@ def _run_slice(job):
     except Exception:
       verdict, msg = "tool_error", traceback.format_exc()[-500:]
     out.append((h.fullname, h.group_name, verdict, msg))
+    if opts["progress"]:  # (a run cut short by a time limit keeps what it judged)
+      print(f"{verdict}\t{h.fullname}\t{' '.join(msg.split())[:200]}", flush=True)
     jax.clear_caches()
   return out
 
 
 def run(*, jobs: int = 1, x64: bool = False, per_group: int | None = None,
-        contains: str | None = None) -> list[tuple[str, str, str, str]]:
-  """[(harness, group, verdict, message)] of every harness selected."""
-  opts = {"x64": x64, "per_group": per_group, "contains": contains}
+        contains: str | None = None, progress: bool = False) -> list[tuple[str, str, str, str]]:
+  """[(harness, group, verdict, message)] of every harness selected; with
+  `progress`, each verdict is printed as it is reached."""
+  opts = {"x64": x64, "per_group": per_group, "contains": contains, "progress": progress}
   if jobs <= 1:
     return _run_slice((0, 1, opts))
   ctx = multiprocessing.get_context("spawn")
@@ -235,9 +238,11 @@ def main(argv=None):
   ap.add_argument("--per-group", type=int, default=None, help="the first N harnesses of each group")
   ap.add_argument("--contains", default=None, help="only harnesses whose name contains this")
   ap.add_argument("--json", default=None, help="write every verdict to this file")
+  ap.add_argument("--progress", action="store_true", help="print each verdict as it is reached")
   a = ap.parse_args(argv)
   import jax
-  rows = run(jobs=a.jobs, x64=a.x64, per_group=a.per_group, contains=a.contains)
+  rows = run(jobs=a.jobs, x64=a.x64, per_group=a.per_group, contains=a.contains,
+             progress=a.progress)
   counts = collections.Counter(r[2] for r in rows)
   ran = len(rows) - counts["jax_fails"]
   print(f"JAX {jax.__version__} on {jax.devices()[0].platform}, x64={a.x64}: {len(rows)} harnesses, "
