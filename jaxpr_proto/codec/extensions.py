@@ -119,7 +119,7 @@ def _device_fields(v):
   # Devices are written by platform and local index, and bound on load.
   if not isinstance(v, compat.Device):
     return None
-  same = [d for d in jax.local_devices() if d.platform == v.platform]
+  same = compat.platform_devices(v.platform)
   return "jax::device", [("platform", v.platform), ("index", same.index(v) if v in same else v.id)]
 
 

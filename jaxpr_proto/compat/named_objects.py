@@ -40,8 +40,19 @@ def extra_enum_types():
   return {"jax::ArrayCopySemantics": jaxlib_ext.ArrayCopySemantics}
 
 
+def platform_devices(platform: str) -> list:
+  """This process's devices of `platform` (a CPU device on a TPU host is not
+  among `jax.local_devices()`, which are the default backend's), or the
+  default backend's where this process has no such platform (a TPU file
+  read on a CPU)."""
+  try:
+    return jax.local_devices(backend=platform)
+  except RuntimeError:  # (JAX's answer to a backend it has not initialized)
+    return jax.local_devices()
+
+
 def local_device(platform: str, index: int):
-  devs = [d for d in jax.local_devices() if d.platform == platform] or jax.local_devices()
+  devs = platform_devices(platform)
   return devs[index % len(devs)] if devs else None
 
 
