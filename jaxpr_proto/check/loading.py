@@ -95,7 +95,7 @@ def decode(m: pb.Module, *, typecheck: bool = True, source=None, callbacks=None,
   if source is None and not callbacks and size <= PASSED_MAX_BYTES:
     digest = hashlib.sha256(m.SerializeToString(deterministic=True)).digest()
     key = (digest, trust_pickled_code, placeholders, names.generation(), memo.context_key())
-  with paused_gc(), compat.eval_context():  # (loading inside a trace makes no tracers)
+  with paused_gc(long_lived=True), compat.eval_context():  # (loading inside a trace makes no tracers)
     passed = _PASSED.get(key) if key is not None else None
     if passed is None and key is not None and config.verdict_cache_dir:
       from jaxpr_proto.check import verdict_cache  # (imported only where it is used)
