@@ -754,3 +754,20 @@ def test_a_dtype_the_backend_cannot_compile_is_refused():
   assert jp.check(data).errors[0] == (e.value.path, e.value.message)
   # a program without it still loads
   jp.loads(jp.dumps(jax.make_jaxpr(lambda x: x * 2)(np.zeros(3, np.float32))))
+
+
+def test_random_gamma_of_operands_jax_does_not_check():
+  """random_gamma's abstract eval passes any operands through; its sampler
+  then fails inside jit. Its key is a PRNG key array (fuzz seed 881, JAX
+  0.12: an f32[4] key), and alpha's shape starts with the key's (a key per
+  row of alpha)."""
+  keys = jax.random.split(jax.random.key(0), 3)
+  text = jp.format(jax.make_jaxpr(jax.vmap(jax.random.gamma))(keys, np.ones(3, np.float32)),
+                   debug_info=False)
+  assert "random_gamma" in text and text.count("f32[3]") >= 2
+  jp.loads(text)  # (as written, it loads)
+  with pytest.raises(jp.DecodeError, match=r"random_gamma's alpha float32\[4\] does not start "
+                     r"with the dims of its key key<\w+>\[3\]"):
+    jp.loads(text.replace("f32[3]", "f32[4]"))
+  with pytest.raises(jp.DecodeError, match=r"random_gamma takes a PRNG key array, not float32\[3\]"):
+    jp.loads(text.replace("key<threefry2x32>[3]", "f32[3]"))

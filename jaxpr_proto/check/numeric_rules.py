@@ -70,11 +70,15 @@ def _schur(eqn, *, sort_eig_vals, **_):
 
 
 def _random_gamma(eqn, **_):
-  """Its alpha is floating (JAX's abstract eval passes any dtype through;
-  lowering then computes the gamma sampler in alpha's dtype)."""
-  alpha = eqn.invars[1].aval
+  """A PRNG key array, and a floating alpha whose shape starts with the key's
+  (JAX's abstract eval passes any operands through; the sampler splits each
+  key over the rest of alpha's dims, in alpha's dtype)."""
+  yield from _key_operand(eqn)
+  key, alpha = eqn.invars[0].aval, eqn.invars[1].aval
   if not jax.numpy.issubdtype(alpha.dtype, jax.numpy.floating):
     yield None, f"random_gamma's alpha is {alpha.str_short()}, not floating"
+  elif tuple(alpha.shape[:len(key.shape)]) != tuple(key.shape):
+    yield None, f"random_gamma's alpha {alpha.str_short()} does not start with the dims of its key {key.str_short()}"
 
 
 def _random_wrap(eqn, *, impl, **_):
