@@ -24,6 +24,9 @@ from jaxpr_proto.wire import columns, walk
 # dearer still at their first use in a process) outweighs a Python step for
 # each of a few eqns (a custom_jvp rule's, a pjit's small body).
 _SMALL = 16
+# Eqns of a jaxpr (read as columns) from which the column checks run as NumPy
+# arrays; below, a Python step per eqn costs less than NumPy's fixed cost.
+_NUMPY_FROM = 512
 
 
 def _ids(col) -> np.ndarray:
@@ -367,7 +370,7 @@ class Structure:
 
   def _fast_columns(self, node, defined, c: columns.Columns, prefix: str, later=()) -> bool:
     """The checks of `jaxpr` for its eqns (in either form, read as columns),
-    column by column, as NumPy arrays (no Python step per eqn): True when
+    column by column (as NumPy arrays from _NUMPY_FROM eqns): True when
     they all passed (their variables now defined in `defined`), else False,
     to check them eqn by eqn, which reports what is wrong (nothing is left
     done here then). Of the variables the eqns define, only those in `later`
@@ -385,6 +388,63 @@ class Structure:
       return False
     if c.params and max(c.param_count) > columns.MAX_PARAMS_PER_EQN:
       return False  # (told eqn by eqn, before anything per param)
+    check = self._uses_numpy if c.n >= _NUMPY_FROM else self._uses_plain
+    if not check(node, defined, c, prefix, later):
+      return False
+    edges = self.edges.setdefault(node, {})
+    for p in set(c.params):
+      edges.setdefault(("p", p), "")
+    for x in set(c.context):
+      edges.setdefault(("x", x), "")
+    for a in set(c.result_avals):
+      edges.setdefault(("a", a), "")
+    for lit in c.literals:
+      edges.setdefault(("a", lit.aval), "")
+    return True
+
+  def _uses_plain(self, node, defined, c: columns.Columns, prefix: str, later) -> bool:
+    """`_uses_numpy`'s checks with a Python step per eqn, for a jaxpr too
+    small to repay NumPy's fixed cost (dearer still at its first use in a
+    process): the same verdicts, nothing reported."""
+    names = self.param_names
+    if c.params and max(c.param_count) > 1:
+      pos = 0
+      for n in c.param_count:  # (a param name given twice in an eqn)
+        if n > 1 and len({names[p] for p in c.params[pos:pos + n]}) != n:
+          return False
+        pos += n
+    # id + 1 -> the eqn defining it (-1: before them all); 0 (a literal
+    # operand, a dropped output) is defined before every eqn.
+    at = dict.fromkeys((v + 1 for v in defined), -1)
+    bound = len(at)
+    pos = 0
+    for k, n in enumerate(c.result_count):
+      for r in c.results[pos:pos + n]:
+        if r:
+          at.setdefault(r, k)
+          bound += 1
+      pos += n
+    if len(at) != bound:
+      return False  # (defined twice)
+    literals = []  # (eqn, operand position) of each literal operand
+    ops, pos = c.operands, 0
+    for k, n in enumerate(c.operand_count):
+      for q in range(n):
+        v = ops[pos + q]
+        if not v:
+          literals.append((k, q))
+        elif not at.get(v, k) < k:
+          return False  # (used before it is defined, or never)
+      pos += n
+    if literals and not self._literal_values(node, c, literals, prefix):
+      return False
+    defined.update(dict.fromkeys(v for v in later if v + 1 in at))
+    return True
+
+  def _uses_numpy(self, node, defined, c: columns.Columns, prefix: str, later) -> bool:
+    """Distinct param names in each eqn, SSA, define-before-use and the
+    literals' values, as NumPy arrays: True when they passed (the ids in
+    `later` that are defined now joining `defined`), else False."""
     ops, results = _ids(c.operands), _ids(c.results)  # (uint32 + 1: within int64)
     op_eqn = np.repeat(np.arange(c.n), c.operand_count)
     if c.params and max(c.param_count) > 1 and not self._distinct_names(c):
@@ -409,17 +469,13 @@ class Structure:
     if used.any() and not (np.all(ids[where] == ops[used])
                            and np.all(at[where] < op_eqn[used])):
       return False
-    if c.literals and not self._literal_values(node, c, op_eqn, ~used, prefix):
-      return False
-    edges = self.edges.setdefault(node, {})
-    for p in set(c.params):
-      edges.setdefault(("p", p), "")
-    for x in set(c.context):
-      edges.setdefault(("x", x), "")
-    for a in set(c.result_avals):
-      edges.setdefault(("a", a), "")
-    for lit in c.literals:
-      edges.setdefault(("a", lit.aval), "")
+    if c.literals:
+      starts = np.concatenate(([0], np.cumsum(c.operand_count)[:-1]))
+      is_literal = ~used
+      eqns = op_eqn[is_literal]
+      positions = np.flatnonzero(is_literal) - starts[eqns]
+      if not self._literal_values(node, c, zip(eqns.tolist(), positions.tolist()), prefix):
+        return False
     if later and len(ids):
       wanted = np.array(later, np.int64) + 1
       hit = ids[np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)] == wanted
@@ -436,19 +492,16 @@ class Structure:
     pairs = np.repeat(np.arange(c.n), c.param_count) * max(len(names), 1) + names[c.params]
     return len(np.unique(pairs)) == len(pairs)
 
-  def _literal_values(self, node, c: columns.Columns, op_eqn, is_literal, prefix) -> bool:
-    """Checks the references in the literals' values, each distinct value
-    once (a model repeats its literals: `x * 2.0` in every layer). False,
-    with nothing reported, where one fails: the eqn-by-eqn path reports it
-    at each use."""
+  def _literal_values(self, node, c: columns.Columns, where, prefix) -> bool:
+    """Checks the references in the literals' values (`where`: the (eqn,
+    operand position) of each), each distinct value once (a model repeats
+    its literals: `x * 2.0` in every layer). False, with nothing reported,
+    where one fails: the eqn-by-eqn path reports it at each use."""
     found = []
     err, self.err = self.err, lambda path, message: found.append((path, message))
     try:
       seen = set()
-      starts = np.concatenate(([0], np.cumsum(c.operand_count)[:-1]))
-      eqns = op_eqn[is_literal].tolist()
-      positions = (np.flatnonzero(is_literal) - starts[op_eqn[is_literal]]).tolist()
-      for lit, k, q in zip(c.literals, eqns, positions):
+      for lit, (k, q) in zip(c.literals, where):
         key = lit.value.SerializeToString(deterministic=True)
         if key not in seen:
           seen.add(key)
