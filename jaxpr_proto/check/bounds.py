@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import collections
 
-from jaxpr_proto.wire import walk
-
 MAX_INLINED_EQNS = 1 << 24
 # The longest chain of dependent ops (`compiled_chain`) that we hand XLA's
 # CPU compiler (JAX 0.10.2: 21,000 compiled, 22,000 crashed; docs/limits.md).
@@ -68,14 +66,9 @@ def check_bounds(st, err) -> None:
 
   def param_subs(q: int) -> list[int]:
     out = subs_of_param.get(q)
-    if out is None:
-      out = []
-      for kind, i, _ in walk.value_refs(m.params[q].value, ""):
-        if kind == "jaxpr":
-          out.append(i)
-        elif kind == "closed_jaxpr":
-          out.append(m.closed_jaxprs[i].jaxpr)
-      subs_of_param[q] = out
+    if out is None:  # (the structure stage walked the param's value)
+      out = subs_of_param[q] = [i if kind == "jaxpr" else m.closed_jaxprs[i].jaxpr
+                                for kind, i in st.param_subs[q]]
     return out
 
   size: dict[int, int] = {}   # jaxpr -> eqns, each use of a sub-jaxpr counted

@@ -82,8 +82,12 @@ class Structure:
     # A param's errors wait for the paths: they are told at the first eqn using it.
     err, param_errors = self.err, []
     self.err = lambda path, message: param_errors.append((path, message))
-    for i, p in enumerate(m.params):
-      self.values(("p", i), p.value, f"params[{i}]({p.name})")
+    self.param_subs: list[list[tuple[str, int]]] = []  # for bounds: each param's references
+    for i, p in enumerate(m.params):  # to jaxprs and closed jaxprs, each use counted
+      refs = list(walk.value_refs(p.value, f"params[{i}]({p.name})"))
+      self.param_subs.append([(kind, j) for kind, j, _ in refs
+                              if kind == "jaxpr" or kind == "closed_jaxpr"])
+      self._refs(("p", i), refs)
     self.err = err
     self.rules()
     for i, c in enumerate(m.closed_jaxprs):
