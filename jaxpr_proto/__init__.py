@@ -17,6 +17,8 @@ from jaxpr_proto import pickling as _pickling, stages
 from jaxpr_proto.check.checker import CheckReport
 from jaxpr_proto.isolated import run_isolated
 _pickling._install_on_import()
+from jaxpr_proto import warmup as _warmup
+_warmup.warm()
 
 __all__ = [
     "DecodeError", "EncodeError", "Error", "UnknownPrimitiveError",
