@@ -50,3 +50,10 @@ def test_a_warmup_that_cannot_run_leaves_the_import_whole(monkeypatch, tmp_path)
   assert warmup.warm() is False
   monkeypatch.undo()
   assert warmup.warm() is True
+
+
+def test_the_warmup_program_is_package_data():
+  import tomllib
+  with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+    data = tomllib.load(f)["tool"]["setuptools"]["package-data"]["jaxpr_proto"]
+  assert os.path.basename(warmup.PATH) in data
