@@ -47,6 +47,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxpr_proto as jp
+from bench_programs import mlp_sgd_step, unrolled_fn  # noqa: F401 (also used by bench_fresh)
 from jaxpr_proto import compat
 
 _loading = importlib.import_module("jaxpr_proto.check.loading")  # (jp.check shadows the package)
@@ -98,24 +99,6 @@ def transformer_block_grad():
     return jnp.mean(block(p, x) ** 2)
 
   return "transformer_block_grad", jax.grad(loss), (params, x)
-
-
-def mlp_sgd_step(layers: int = 8, width: int = 512, batch: int = 32, lr: float = 0.01):
-  """The issue's program: one SGD step of an 8-layer relu MLP of width 512."""
-  k = jax.random.split(jax.random.key(0), layers + 1)
-  params = [(jax.random.normal(k[i], (width, width)) * 0.04, jnp.zeros(width))
-            for i in range(layers)]
-  x, y = jax.random.normal(k[layers], (batch, width)), jnp.zeros((batch, width))
-
-  def loss(p, x, y):
-    for w, b in p[:-1]:
-      x = jax.nn.relu(x @ w + b)
-    w, b = p[-1]
-    return jnp.mean((x @ w + b - y) ** 2)
-
-  def step(p, x, y):
-    return jax.tree.map(lambda a, g: a - lr * g, p, jax.grad(loss)(p, x, y))
-  return f"mlp_sgd_step_{layers}x{width}", step, (params, x, y)
 
 
 def demo_program():
@@ -277,40 +260,15 @@ def bench_eqns(sizes, repeat, lanes=128):
           f"dumps {per[0] / base[0]:4.2f}x, loads {per[1] / base[1]:4.2f}x")
 
 
-def unrolled_fn(layers: int, lanes: int = 8, offset: float = 0.001):
-  """The function and arguments of `unrolled`'s program."""
-  import numpy as np
-  ws = [np.full((16, 16), 0.01 * (k + 1), np.float32) for k in range(4)]
-
-  def f(xs, ws):
-    out = []
-    for x in xs:
-      for k in range(layers):
-        x = jnp.tanh(x @ ws[k % 4] + offset * k)
-      out.append(x.sum())
-    return out
-  return f, ([np.ones((4, 16), np.float32)] * lanes, ws)
-
-
 def unrolled(layers: int, lanes: int = 8):
   """A traced program of lanes * layers * 3 eqns and a few, as unrolled
   models give: `lanes` models side by side (one chain of a million would be
   beyond what XLA's CPU compiler compiles, check.bounds.XLA_CPU_CHAIN), each
   layer a matmul, a bias that is a
   literal of its own, and a tanh. Returns it and make_jaxpr's time."""
-  import numpy as np
-  ws = [np.full((16, 16), 0.01 * (k + 1), np.float32) for k in range(4)]
-
-  def f(xs, ws):
-    out = []
-    for x in xs:
-      for k in range(layers):
-        x = jnp.tanh(x @ ws[k % 4] + 0.001 * k)
-      out.append(x.sum())
-    return out
-
+  f, args = unrolled_fn(layers, lanes)
   t = time.perf_counter()
-  cj = jax.make_jaxpr(f)([np.ones((4, 16), np.float32)] * lanes, ws)
+  cj = jax.make_jaxpr(f)(*args)
   return cj, time.perf_counter() - t
 
 

@@ -4,7 +4,8 @@
 
 Each figure is taken in a process of its own, timing the call after the
 imports (JAX and jaxpr_proto imported, the arguments made, before the
-clock starts): a Dask worker's first task, a server's first request. Beside
+clock starts; `make_jaxpr`'s process imports JAX alone, since
+jaxpr_proto's warm-up at import runs some of JAX's code): a Dask worker's first task, a server's first request. Beside
 it, the same process's later program: another program of the same shape
 (the MLP step with another learning rate; the unrolled model with other
 literals), its bytes new to the process. Medians of --runs processes.
@@ -45,7 +46,8 @@ SCRIPT = textwrap.dedent("""
     sys.path.insert(0, TOOLS)
     mode, program, folder = sys.argv[1:4]
     import jax
-    import jaxpr_proto as jp
+    if mode != "make_jaxpr":  # (its warm-up at import runs some of JAX's code too)
+      import jaxpr_proto as jp
     import bench_fresh
     def read(name):
       with open(os.path.join(folder, f"{program}_{name}"), "rb") as f:
@@ -92,11 +94,11 @@ LAYERS = 417
 def program(name: str, variant: int):
   """(function, arguments) of a program: variant 0 and a later one, 1."""
   sys.path.insert(0, TOOLS)
-  import bench
+  import bench_programs
   if name == "mlp":
-    _, fn, args = bench.mlp_sgd_step(lr=0.01 * (variant + 1))
+    _, fn, args = bench_programs.mlp_sgd_step(lr=0.01 * (variant + 1))
     return fn, args
-  return bench.unrolled_fn(LAYERS, offset=0.001 * (variant + 1))
+  return bench_programs.unrolled_fn(LAYERS, offset=0.001 * (variant + 1))
 
 
 def _run(script, *args, env=None):
@@ -131,14 +133,15 @@ def bench_program(name, folder, runs):
   cache = {"JAXPR_PROTO_VERDICT_CACHE_DIR": os.path.join(folder, f"verdicts_{name}")}
   _run(SCRIPT, "loads", name, folder, env=cache)  # (another process fills it)
   _run(SCRIPT, "roundtrip", name, folder, env=cache)
-  rows = {
-      "make_jaxpr": _median(SCRIPT, runs, "make_jaxpr", name, folder),
-      "jp.loads": _median(SCRIPT, runs, "loads", name, folder),
-      "jp.loads, cache filled": _median(SCRIPT, runs, "cached", name, folder, env=cache),
-      "typecheck=False": _median(SCRIPT, runs, "trusted", name, folder),
-      "pickle.loads": _median(SCRIPT, runs, "pickle", name, folder),
-  }
-  rt = _median(SCRIPT, runs, "roundtrip", name, folder, env=cache)
+  modes = {"make_jaxpr": ("make_jaxpr", None), "jp.loads": ("loads", None),
+           "jp.loads, cache filled": ("cached", cache), "typecheck=False": ("trusted", None),
+           "pickle.loads": ("pickle", None), "roundtrip": ("roundtrip", cache)}
+  got = {row: [] for row in modes}
+  for _ in range(runs):  # (round after round: a slower spell of the machine slows every row alike)
+    for row, (mode, env) in modes.items():
+      got[row].append(_run(SCRIPT, mode, name, folder, env=env))
+  rows = {row: [statistics.median(col) for col in zip(*v)] for row, v in got.items()}
+  rt = rows.pop("roundtrip")
   base = rows["make_jaxpr"]
   ms = lambda t: f"{t * 1e3:8.2f} ms"
   print(f"\n== {name}: {n:,} top-level eqns; fresh process (first) and its later program, "
