@@ -128,13 +128,21 @@ HOSTILE = {
                             "columns.literals", "literal operands"),
     "effects_out_of_order": (lambda c: (c.effects.add(eqn=5), c.effects.add(eqn=3)),
                              "columns.effects[1]", "not an eqn after 5"),
+    # (the 4th literal, of eqn 6: x * 2.0 and sin in turn)
+    "literal_value_refers_out_of_range": (
+        lambda c: c.literals[3].value.CopyFrom(
+            pb.Value(tuple=pb.ValueList(items=[pb.Value(int=1), pb.Value(aval=999)]))),
+        "eqn[6].invars[1]", "aval index 999 is out of range"),
+    "literal_value_empty": (lambda c: c.literals[3].value.CopyFrom(pb.Value()),
+                            "eqn[6].invars[1]", "empty value"),
 }
 
 
+@pytest.mark.parametrize("n", [300, 600])  # (checked in Python, and as NumPy arrays from 512)
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_columns_are_refused_with_their_path(name):
+def test_hostile_columns_are_refused_with_their_path(name, n):
   mutate, path, fragment = HOSTILE[name]
-  m = _module()
+  m = _module(n)
   mutate(_root(m).columns)
   data = m.SerializeToString()
   with pytest.raises(jp.DecodeError) as e:

@@ -387,13 +387,17 @@ class Structure:
                       (c.params, n["params"]), (c.result_avals, n["avals"])):
       if col and max(col) >= size:  # (uint32: none below 0)
         return False
-    if any(lit.aval >= n["avals"] or not lit.HasField("value")
-           for lit in c.literals):
-      return False
+    nested = []  # (the literals whose values may hold references: few, if any)
+    for i, lit in enumerate(c.literals):
+      kind = lit.value.WhichOneof("kind")  # (None: unset or empty)
+      if kind is None or lit.aval >= n["avals"]:
+        return False
+      if kind in walk.NESTING:
+        nested.append(i)
     if c.params and max(c.param_count) > columns.MAX_PARAMS_PER_EQN:
       return False  # (told eqn by eqn, before anything per param)
     check = self._uses_numpy if c.n >= _NUMPY_FROM else self._uses_plain
-    if not check(node, defined, c, prefix, later):
+    if not check(node, defined, c, prefix, later, nested):
       return False
     edges = self.edges.setdefault(node, {})
     for p in set(c.params):
@@ -406,7 +410,7 @@ class Structure:
       edges.setdefault(("a", lit.aval), "")
     return True
 
-  def _uses_plain(self, node, defined, c: columns.Columns, prefix: str, later) -> bool:
+  def _uses_plain(self, node, defined, c: columns.Columns, prefix: str, later, nested) -> bool:
     """`_uses_numpy`'s checks with a Python step per eqn, for a jaxpr too
     small to repay NumPy's fixed cost (dearer still at its first use in a
     process): the same verdicts, nothing reported."""
@@ -440,12 +444,12 @@ class Structure:
         elif not at.get(v, k) < k:
           return False  # (used before it is defined, or never)
       pos += n
-    if literals and not self._literal_values(node, c, literals, prefix):
+    if nested and not self._literal_values(node, c, nested, literals, prefix):
       return False
     defined.update(dict.fromkeys(v for v in later if v + 1 in at))
     return True
 
-  def _uses_numpy(self, node, defined, c: columns.Columns, prefix: str, later) -> bool:
+  def _uses_numpy(self, node, defined, c: columns.Columns, prefix: str, later, nested) -> bool:
     """Distinct param names in each eqn, SSA, define-before-use and the
     literals' values, as NumPy arrays: True when they passed (the ids in
     `later` that are defined now joining `defined`), else False."""
@@ -473,12 +477,13 @@ class Structure:
     if used.any() and not (np.all(ids[where] == ops[used])
                            and np.all(at[where] < op_eqn[used])):
       return False
-    if c.literals:
+    if nested:
       starts = np.concatenate(([0], np.cumsum(c.operand_count)[:-1]))
       is_literal = ~used
       eqns = op_eqn[is_literal]
       positions = np.flatnonzero(is_literal) - starts[eqns]
-      if not self._literal_values(node, c, zip(eqns.tolist(), positions.tolist()), prefix):
+      where = list(zip(eqns.tolist(), positions.tolist()))
+      if not self._literal_values(node, c, nested, where, prefix):
         return False
     if later and len(ids):
       wanted = np.array(later, np.int64) + 1
@@ -494,18 +499,22 @@ class Structure:
       names = self._name_ids = np.array([index.setdefault(x, len(index))
                                          for x in self.param_names], np.int64)
     pairs = np.repeat(np.arange(c.n), c.param_count) * max(len(names), 1) + names[c.params]
-    return len(np.unique(pairs)) == len(pairs)
+    # (in eqn order already: a stable sort, a merge of runs, is some 100x
+    # faster here than np.unique's hashing)
+    pairs = np.sort(pairs, kind="stable")
+    return not np.any(pairs[1:] == pairs[:-1])
 
-  def _literal_values(self, node, c: columns.Columns, where, prefix) -> bool:
-    """Checks the references in the literals' values (`where`: the (eqn,
-    operand position) of each), each distinct value once (a model repeats
-    its literals: `x * 2.0` in every layer). False, with nothing reported,
-    where one fails: the eqn-by-eqn path reports it at each use."""
+  def _literal_values(self, node, c: columns.Columns, nested, where, prefix) -> bool:
+    """Checks the references in the values of the literals `nested` (their
+    indices; `where`: the (eqn, operand position) of each literal), each
+    distinct value once (a model repeats its literals). False, with nothing
+    reported, where one fails: the eqn-by-eqn path reports it at each use."""
     found = []
     err, self.err = self.err, lambda path, message: found.append((path, message))
     try:
       seen = set()
-      for lit, (k, q) in zip(c.literals, where):
+      for i in nested:
+        lit, (k, q) = c.literals[i], where[i]
         key = lit.value.SerializeToString(deterministic=True)
         if key not in seen:
           seen.add(key)

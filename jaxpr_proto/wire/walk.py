@@ -25,6 +25,9 @@ _REFS = {"jaxpr": lambda v: v.jaxpr, "closed_jaxpr": lambda v: v.closed_jaxpr,
          "primitive": lambda v: v.primitive.index, "rule": lambda v: v.rule,
          "aval": lambda v: v.aval, "traceback": lambda v: v.traceback}
 _SEQUENCES = ("tuple", "list", "frozenset")
+# Value kinds that refer to a table or hold other values: `value_refs` finds
+# nothing in a Value of any other kind (an array, a number, a string...).
+NESTING = frozenset((*_REFS, *_SEQUENCES, "dict", "record", "extension", "treedef"))
 
 MAX_VALUE_DEPTH = 90  # below protobuf's own parse limit (100 nested messages)
 # The most items of one tuple, list, frozenset or dict Value, refused before
