@@ -387,12 +387,14 @@ class Structure:
                       (c.params, n["params"]), (c.result_avals, n["avals"])):
       if col and max(col) >= size:  # (uint32: none below 0)
         return False
-    nested = []  # (the literals whose values may hold references: few, if any)
+    nested, avals = [], set(c.result_avals)  # (nested: literals whose values may hold references)
+    n_avals, add, NESTING = n["avals"], avals.add, walk.NESTING
     for i, lit in enumerate(c.literals):
-      kind = lit.value.WhichOneof("kind")  # (None: unset or empty)
-      if kind is None or lit.aval >= n["avals"]:
+      kind, a = lit.value.WhichOneof("kind"), lit.aval  # (kind None: unset or empty)
+      if kind is None or a >= n_avals:
         return False
-      if kind in walk.NESTING:
+      add(a)
+      if kind in NESTING:
         nested.append(i)
     if c.params and max(c.param_count) > columns.MAX_PARAMS_PER_EQN:
       return False  # (told eqn by eqn, before anything per param)
@@ -404,10 +406,8 @@ class Structure:
       edges.setdefault(("p", p), "")
     for x in set(c.context):
       edges.setdefault(("x", x), "")
-    for a in set(c.result_avals):
+    for a in avals:
       edges.setdefault(("a", a), "")
-    for lit in c.literals:
-      edges.setdefault(("a", lit.aval), "")
     return True
 
   def _uses_plain(self, node, defined, c: columns.Columns, prefix: str, later, nested) -> bool:
