@@ -161,6 +161,23 @@ def test_a_bad_tolerance_is_refused():
   assert e.value.path.startswith("eqn[0].params.accuracy")
 
 
+def test_params_are_judged_alike_in_a_process_s_later_programs():
+  """What params alone show is memoized across programs by the params'
+  values: the same bad params are refused again, and good ones that differ
+  from them by a bit are not judged by them."""
+  x = np.zeros((2, 3), np.float32)
+  good = jp.dumps(jax.make_jaxpr(lambda y: lax.transpose(y, (1, 0)))(x))
+  m = jp.proto.Module.FromString(good)
+  (perm,) = [p.value for p in m.params if p.name == "permutation"]
+  perm.tuple.items[1].int = 1  # (1, 1)
+  bad = m.SerializeToString()
+  for _ in range(2):
+    with pytest.raises(jp.DecodeError, match="names an axis twice") as e:
+      jp.loads(bad)
+    assert e.value.path == "eqn[0].params.permutation"
+    assert str(jp.loads(good)) == str(jax.make_jaxpr(lambda y: lax.transpose(y, (1, 0)))(x))
+
+
 def test_reshard_over_an_explicit_mesh_loads():
   mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Explicit,))
   x = np.arange(4, dtype=np.float32)

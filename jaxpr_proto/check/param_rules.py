@@ -46,7 +46,7 @@ from jaxpr_proto.check.shape_rules import (_approx_top_k, _dynamic_slice, _gathe
 from jaxpr_proto.check.sharding_rules import _device_put, _one_sharding, _shard_map
 from jaxpr_proto.check.window_rules import (_conv, _reduce, _reduce_window, _reduction_axes,
                                             _scatter, _windowed)
-from jaxpr_proto.codec import custom_rules
+from jaxpr_proto.codec import custom_rules, names
 
 
 def errors(dec):
@@ -120,11 +120,20 @@ def _high_eqns(eqns, groups, prefix):
 _PARAMS_ONLY_IS_HIGH = compat.Primitive.is_high
 
 
+# (primitive, params by value, names registered, JAX's configuration) -> what
+# the params alone show: the same dimension numbers in every program.
+_PARAMS_ERRORS = compat.memo.memo()
+
+
 def _params_errors_memo(eqn, memo: dict) -> list:
   key = (eqn.primitive, tuple(eqn.params), tuple(map(id, eqn.params.values())))
   errs = memo.get(key)
   if errs is None:
-    errs = memo[key] = list(_params_errors(eqn.primitive, eqn.params))
+    prim, params = eqn.primitive, eqn.params
+    errs = memo[key] = _PARAMS_ERRORS.lookup(
+        lambda: (prim, compat.memo.params_key(params), names.generation(),
+                 compat.memo.context_key()),
+        lambda: list(_params_errors(prim, params)))
   return errs
 
 
