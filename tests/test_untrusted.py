@@ -338,6 +338,26 @@ def test_deeply_nested_messages(base, make):
   assert not jp.check(m).ok
 
 
+@pytest.mark.parametrize("leaf", ["int", "none"])
+def test_a_leaf_just_past_the_depth_bound_is_refused_as_too_deep(base, leaf):
+  """The walker skips leaves (no references in them) only within the
+  bound: one nested a level deeper is still refused for its depth."""
+  from jaxpr_proto.wire import walk
+  for n, deep in ((walk.MAX_VALUE_DEPTH, False), (walk.MAX_VALUE_DEPTH + 1, True)):
+    m = _copy(base)
+    p = next(p for p in m.params if p.name == "axes")
+    node = p.value
+    node.Clear()
+    for _ in range(n):
+      node = node.tuple.items.add()
+    if leaf == "int":
+      node.int = 0
+    else:
+      node.none.SetInParent()
+    errors = jp.check(m).errors
+    assert errors and any("nested too deeply" in msg for _, msg in errors) == deep, errors[:1]
+
+
 # --- references ----------------------------------------------------------------------
 
 def _set_root(m, f):

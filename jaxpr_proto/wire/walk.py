@@ -28,6 +28,7 @@ _SEQUENCES = ("tuple", "list", "frozenset")
 # Value kinds that refer to a table or hold other values: `value_refs` finds
 # nothing in a Value of any other kind (an array, a number, a string...).
 NESTING = frozenset((*_REFS, *_SEQUENCES, "dict", "record", "extension", "treedef"))
+_WALKED = NESTING | {None}  # (and an empty Value, a problem)
 
 MAX_VALUE_DEPTH = 90  # below protobuf's own parse limit (100 nested messages)
 # The most items of one tuple, list, frozenset or dict Value, refused before
@@ -44,6 +45,8 @@ def value_refs(v: pb.Value, path: str, depth: int = 0) -> Iterator[tuple[str, ob
   Value kind of `_REFS` ("jaxpr", "closed_jaxpr", "primitive", "rule",
   "aval", "traceback"); and (PROBLEM, message, path) for an empty value or one nested
   deeper than MAX_VALUE_DEPTH, which is not walked further."""
+  if depth < MAX_VALUE_DEPTH and v.WhichOneof("kind") not in _WALKED:
+    return iter(())  # (a leaf: most params, an int, a dtype, a string)
   return _walk([(v, path, depth)])
 
 
@@ -85,14 +88,20 @@ def _walk(stack: list[tuple[object, str, int]],
       if len(items) > MAX_VALUE_ITEMS:
         yield PROBLEM, f"a {kind} of {len(items)} items, more than a value may have ({MAX_VALUE_ITEMS})", p
       elif kind != "dict":
-        stack.extend((y, f"{p}[{k}]", d + 1) for k, y in reversed(list(enumerate(items))))
+        # (leaves within the depth bound hold nothing to find: not pushed,
+        # and no path made for them; `arrays` wants the array leaves)
+        walked = _WALKED if d < MAX_VALUE_DEPTH and not arrays else None
+        stack.extend((y, f"{p}[{k}]", d + 1) for k, y in reversed(list(enumerate(items)))
+                     if walked is None or y.WhichOneof("kind") in walked)
       else:
         for k, e in enumerate(items):
           stack.append((e.key, f"{p}.key", d + 1))
           stack.append((e.value, f"{p}[{k}]", d + 1))
     elif kind in ("record", "extension"):
+      walked = _WALKED if d < MAX_VALUE_DEPTH and not arrays else None
       for f in getattr(x, kind).fields:
-        stack.append((f.value, f"{p}.{f.name}", d + 1))
+        if walked is None or f.value.WhichOneof("kind") in walked:
+          stack.append((f.value, f"{p}.{f.name}", d + 1))
     elif kind == "treedef":
       stack.append((x.treedef.root, p, d + 1))
 
