@@ -202,6 +202,7 @@ def test_nesting_within_the_limit_loads():
   cj = jp.loads(_deep_module(state.MAX_DEPTH).SerializeToString())
   assert jp.check(_deep_module(state.MAX_DEPTH)).ok
   assert len(cj.jaxpr.eqns) == 1
+  assert not jp.check(_deep_module(state.MAX_DEPTH + 1)).ok  # (its innermost jaxpr empty)
 
 
 def _nested_calls(n: int, *, chained: bool):

@@ -589,16 +589,19 @@ class Structure:
     limit = MAX_DEPTH
     names = {"j": "jaxpr", "c": "closed jaxpr", "a": "aval", "p": "param",
              "x": "context", "r": "rule", "f": "function"}
-    for start in list(self.edges):
+    edges = self.edges
+    for start in list(edges):
       if color.get(start, WHITE) != WHITE:
         continue
-      stack = [(start, iter(self.edges.get(start, {})))]
+      stack = [(start, iter(edges.get(start, {})))]
       index = {start: 0}
       color[start] = GREY
       while stack:
         node, it = stack[-1]
         advanced = False
         for child in it:
+          if not edges.get(child):  # (refers to nothing, as most avals and params: no
+            continue                # cycle through it, and its depth is its own)
           c = color.get(child, WHITE)
           if c == WHITE:
             color[child] = GREY
@@ -617,7 +620,7 @@ class Structure:
         stack.pop()
         del index[node]
         color[node] = BLACK
-        d = max((depth.get(ch, 0) for ch in self.edges.get(node, ())), default=0)
+        d = max((depth.get(ch, ch[0] == "j") for ch in edges.get(node, ())), default=0)
         depth[node] = d + (node[0] == "j")
     for i in range(self.n["closed_jaxprs"]):
       d = depth.get(("c", i), 0)
