@@ -57,3 +57,14 @@ def test_the_warmup_program_is_package_data():
   with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
     data = tomllib.load(f)["tool"]["setuptools"]["package-data"]["jaxpr_proto"]
   assert os.path.basename(warmup.PATH) in data
+
+
+def test_import_leaves_no_thread_of_its_own():
+  out = _python("import os, time, jax\n"
+                "before = len(os.listdir('/proc/self/task'))\n"
+                "import jaxpr_proto\n"
+                "for _ in range(200):  # (the worker ends as soon as it runs again)\n"
+                "  if len(os.listdir('/proc/self/task')) == before: break\n"
+                "  time.sleep(0.01)\n"
+                "print(len(os.listdir('/proc/self/task')) - before)")
+  assert out == "0"

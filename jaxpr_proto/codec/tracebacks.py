@@ -344,6 +344,18 @@ def _requests() -> queue.SimpleQueue:
     return _worker_requests
 
 
+def stop_worker() -> None:
+  """Ends the worker thread, where this process started one; the next
+  traceback starts another. The warm-up at import leaves no thread behind:
+  a process that forks later (Python 3.12 warns of a fork with threads)
+  meets none it did not start itself."""
+  global _worker_requests, _worker_pid
+  with _worker_lock:
+    if _worker_requests is not None and _worker_pid == os.getpid():
+      _worker_requests.put(None)  # (ends its `iter(requests.get, None)`)
+    _worker_requests = _worker_pid = None
+
+
 def _reset_worker() -> None:
   global _worker_requests, _worker_pid
   with _worker_lock:
