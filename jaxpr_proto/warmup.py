@@ -5,8 +5,10 @@ the interpreter's and JAX's constructors. Issue 32 measured them at about
 2 ms of the MLP step's 6-9 ms first load.
 
 It loads warmup.jaxpb (a small training step, tools/make_warmup.py) with
-every check, then again as a file that passed, then empties the memos that
-filled (`jp.clear_caches()`): what it leaves is code run once, not verdicts.
+every check, then again as a file that passed, makes its key in the verdict
+cache where a folder is set (not reading or writing the folder), then
+empties the memos that filled (`jp.clear_caches()`): what it leaves is code
+run once, not verdicts.
 It makes no arrays on a device, starts no backend, keeps nothing in the
 verdict cache folder, and leaves no thread of its own running (it ends the
 traceback worker it started; the first load that wants a traceback starts
@@ -36,6 +38,9 @@ def warm() -> bool:
       data = f.read()
     api.loads(data)
     api.loads(data)  # (as a file that passed: the path of loading again)
+    if cache_dir:  # (the verdict cache's key of a file, made once; its folder untouched)
+      from jaxpr_proto.check import verdict_cache
+      verdict_cache.file_key(api.parse(data), bytes(32), False, False)
     warmed = True
   except Exception:  # noqa: BLE001 (a warm-up that cannot run leaves the first load cold)
     warmed = False
