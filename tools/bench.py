@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxpr_proto as jp
-from bench_programs import mlp_sgd_step, unrolled_fn  # noqa: F401 (also used by bench_fresh)
+from bench_programs import mlp_sgd_step, unrolled_fn
 from jaxpr_proto import compat
 
 _loading = importlib.import_module("jaxpr_proto.check.loading")  # (jp.check shadows the package)
