@@ -3,6 +3,9 @@
     .venv/bin/python tools/harnesses.py                 # all harnesses this backend runs
     .venv/bin/python tools/harnesses.py --x64 --jobs 8  # with jax_enable_x64, 8 processes
     .venv/bin/python tools/harnesses.py --per-group 1   # a sample: the first of each group
+    .venv/bin/python tools/harnesses.py --from-rank 5 --by-rank --skip done.json --time-limit 540
+        # each group's 5th harness on, the 5th of every group first, leaving out
+        # those done.json judged; stops starting harnesses after 540 s
 
 JAX's harnesses (`jax._src.internal_test_util.test_harnesses`, the ones its
 own export and lowering tests run) bind every primitive with the params JAX
@@ -48,13 +51,23 @@ VERDICTS = ("ok", "jax_fails", "save_fails", "load_fails", "prints_differently",
             "outputs_differ", "vmap_differs", "jvp_differs")
 
 
-def harnesses(per_group: int | None = None, contains: str | None = None) -> list:
-  """The harnesses JAX runs on this backend, by name; with `per_group`, only
-  the first N of each group. (By name, not in JAX's order: JAX defines some
-  over sets of dtypes, whose order differs from process to process.)"""
-  import jax
+def harnesses(per_group: int | None = None, contains: str | None = None, *,
+              from_rank: int = 1, by_rank: bool = False, skip=(),
+              platform: str | None = None) -> list:
+  """The harnesses JAX runs on this backend (or on `platform`), by name; with
+  `per_group`, only the first N of each group. (By name, not in JAX's order:
+  JAX defines some over sets of dtypes, whose order differs from process to
+  process.) A harness's rank is its place in its group by name, counting
+  from 1, among those this backend runs: with `from_rank`, only each group's
+  from_rank-th on (up to its per_group-th); with `by_rank`, ordered by rank,
+  then name (every group's first, then every group's second, ...), so that
+  a run cut short has covered the groups alike; harnesses named in `skip`
+  are left out (after ranking: the ranks do not move)."""
   from jax._src.internal_test_util import test_harnesses as th
-  platform = jax.devices()[0].platform
+  if platform is None:
+    import jax
+    platform = jax.devices()[0].platform
+  skip = set(skip)
   out, seen = [], collections.Counter()
   for h in sorted(th.all_harnesses, key=lambda h: h.fullname):
     if not h.filter(platform, one_containing=contains):
@@ -62,8 +75,25 @@ def harnesses(per_group: int | None = None, contains: str | None = None) -> list
     if per_group is not None and seen[h.group_name] >= per_group:
       continue
     seen[h.group_name] += 1
-    out.append(h)
-  return out
+    if seen[h.group_name] >= from_rank and h.fullname not in skip:
+      out.append((seen[h.group_name], h))
+  if by_rank:
+    out.sort(key=lambda t: (t[0], t[1].fullname))
+  return [h for _, h in out]
+
+
+def judged(path: str) -> set[str]:
+  """The names of the harnesses a file of verdicts holds: this tool's --json
+  output, or a --progress log (lines `verdict<TAB>harness<TAB>message`; other
+  lines, such as JAX's warnings, are ignored)."""
+  with open(path) as f:
+    text = f.read()
+  try:
+    rows = json.loads(text)
+  except ValueError:
+    return {line.split("\t")[1] for line in text.splitlines()
+            if line.split("\t")[0] in VERDICTS + ("tool_error",) and line.count("\t") >= 1}
+  return {r["harness"] if isinstance(r, dict) else r for r in rows}
 
 
 def _same(a, b) -> bool:
@@ -202,11 +232,15 @@ def check(h, rng_seed: int = 0) -> tuple[str, str]:
 def _run_slice(job):
   """The verdicts of harnesses k, k + n, k + 2n, ... (one worker process)."""
   k, n, opts = job
+  import time
   import jax
   if opts["x64"]:
     jax.config.update("jax_enable_x64", True)
   out = []
-  for h in harnesses(opts["per_group"], opts["contains"])[k::n]:
+  for h in harnesses(opts["per_group"], opts["contains"], from_rank=opts["from_rank"],
+                     by_rank=opts["by_rank"], skip=opts["skip"])[k::n]:
+    if opts["deadline"] is not None and time.time() >= opts["deadline"]:
+      break  # (the harnesses not started are not in the verdicts)
     try:
       verdict, msg = check(h)
     except Exception:
@@ -219,10 +253,17 @@ def _run_slice(job):
 
 
 def run(*, jobs: int = 1, x64: bool = False, per_group: int | None = None,
-        contains: str | None = None, progress: bool = False) -> list[tuple[str, str, str, str]]:
-  """[(harness, group, verdict, message)] of every harness selected; with
-  `progress`, each verdict is printed as it is reached."""
-  opts = {"x64": x64, "per_group": per_group, "contains": contains, "progress": progress}
+        contains: str | None = None, progress: bool = False, from_rank: int = 1,
+        by_rank: bool = False, skip=(), time_limit: float | None = None,
+        ) -> list[tuple[str, str, str, str]]:
+  """[(harness, group, verdict, message)] of every harness selected (see
+  `harnesses`); with `progress`, each verdict is printed as it is reached;
+  with `time_limit`, no harness is started after that many seconds."""
+  import time
+  deadline = None if time_limit is None else time.time() + time_limit
+  opts = {"x64": x64, "per_group": per_group, "contains": contains, "progress": progress,
+          "from_rank": from_rank, "by_rank": by_rank, "skip": sorted(set(skip)),
+          "deadline": deadline}
   if jobs <= 1:
     return _run_slice((0, 1, opts))
   ctx = multiprocessing.get_context("spawn")
@@ -239,12 +280,29 @@ def main(argv=None):
   ap.add_argument("--contains", default=None, help="only harnesses whose name contains this")
   ap.add_argument("--json", default=None, help="write every verdict to this file")
   ap.add_argument("--progress", action="store_true", help="print each verdict as it is reached")
+  ap.add_argument("--from-rank", type=int, default=1, metavar="N",
+                  help="only each group's Nth harness on (its place in the group by name, from 1)")
+  ap.add_argument("--by-rank", action="store_true",
+                  help="in order of rank in the group, then name (every group's first, then "
+                       "every group's second, ...), not by name")
+  ap.add_argument("--skip", action="append", default=[], metavar="FILE",
+                  help="leave out the harnesses this file judged (a --json output or a "
+                       "--progress log); may be given more than once")
+  ap.add_argument("--time-limit", type=float, default=None, metavar="S",
+                  help="start no harness after S seconds; what was judged is reported and written")
   a = ap.parse_args(argv)
+  if a.from_rank < 1:
+    ap.error("--from-rank counts from 1")
   import jax
+  skip = set().union(*(judged(f) for f in a.skip))
   rows = run(jobs=a.jobs, x64=a.x64, per_group=a.per_group, contains=a.contains,
-             progress=a.progress)
+             progress=a.progress, from_rank=a.from_rank, by_rank=a.by_rank, skip=skip,
+             time_limit=a.time_limit)
   counts = collections.Counter(r[2] for r in rows)
   ran = len(rows) - counts["jax_fails"]
+  if a.time_limit is not None:
+    selected = len(harnesses(a.per_group, a.contains, from_rank=a.from_rank, skip=skip))
+    print(f"time limit {a.time_limit:g} s: {len(rows)} of the {selected} selected judged")
   print(f"JAX {jax.__version__} on {jax.devices()[0].platform}, x64={a.x64}: {len(rows)} harnesses, "
         f"{counts['jax_fails']} that JAX itself cannot run here; of the other {ran}: "
         f"{counts['ok']} ok ({sum(r[3] == COMPLETED for r in rows)} of them with params "
