@@ -206,6 +206,62 @@ def test_custom_vjp_nondiff_and_forwarded_residuals():
   _eq(jax.grad(f2, (0, 1))(3.0, 4.0), jax.grad(f1, (0, 1))(3.0, 4.0))
 
 
+# Rules that differ only in what JAX keeps beside the rule function: the
+# functions defjvps keeps in a tuple, and the static args of nondiff_argnums.
+# Each pair has one primal program; a file that shared one rule between the
+# two calls would differentiate one of them wrongly.
+@jax.custom_jvp
+def sin_a(x):
+  return jnp.sin(x)
+
+
+@jax.custom_jvp
+def sin_b(x):
+  return jnp.sin(x)
+
+
+sin_a.defjvps(lambda t, ans, x: 2.0 * t)
+sin_b.defjvps(lambda t, ans, x: 3.0 * t)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def sin_scaled_jvp(c, x):
+  return jnp.sin(x)
+
+
+@sin_scaled_jvp.defjvp
+def _sin_scaled_jvp_rule(c, primals, tangents):
+  return sin_scaled_jvp(c, primals[0]), c * tangents[0]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def sin_scaled_vjp(c, x):
+  return jnp.sin(x)
+
+
+sin_scaled_vjp.defvjp(lambda c, x: (sin_scaled_vjp(c, x), None), lambda c, r, g: (c * g,))
+
+
+@pytest.mark.parametrize("f,forward", [
+    (lambda x: (sin_a(x), sin_b(x), sin_a(2.0 * x)), True),
+    (lambda x: (sin_scaled_jvp(2.0, x), sin_scaled_jvp(3.0, x), sin_scaled_jvp(2.0, 2.0 * x)), True),
+    (lambda x: (sin_scaled_jvp(np.float32(2.0), x), sin_scaled_jvp(np.float32(3.0), x)), True),
+    (lambda x: (sin_scaled_vjp(2.0, x), sin_scaled_vjp(3.0, x), sin_scaled_vjp(2.0, 2.0 * x)), False),
+], ids=["defjvps", "jvp_nondiff", "jvp_nondiff_array", "vjp_nondiff"])
+def test_rules_apart_by_their_functions_and_static_args(f, forward):
+  cj, cj2 = _roundtrip(f, 1.0)
+  assert str(cj2) == str(cj)
+  f1, f2 = _fun(cj, single=False), _fun(cj2, single=False)
+  want = jax.jacrev(f1)(1.0)
+  assert float(want[0]) == 2.0 and float(want[1]) == 3.0, want  # the custom rules, not sin's
+  _eq(jax.jacrev(f2)(1.0), want)
+  if forward:
+    _eq(jax.jacfwd(f2)(1.0), jax.jacfwd(f1)(1.0))
+  # the same rule at its other call: saved once
+  kinds = [r.WhichOneof("kind") for r in jp.encode(cj).rules]
+  assert len(kinds) == 2, kinds
+
+
 @jax.custom_jvp
 def bad_rule_fn(x):
   return jnp.sin(x)

@@ -9,8 +9,10 @@ builds each rule's jaxpr lazily, on first use by JAX's autodiff.
 """
 from __future__ import annotations
 
+import functools
 import types
 
+import jax
 import numpy as np
 
 from jaxpr_proto import compat
@@ -24,26 +26,93 @@ def _is_per_trace(f) -> bool:
   return f.__module__.startswith("jax._src") and "<locals>" in f.__qualname__
 
 
-def _rule_functions(fun, depth=0, out=None):
-  """The functions behind a rule thunk that identify the rule across traces."""
+# What a rule thunk is made of that names the rule, by identity: functions,
+# the custom_jvp/custom_vjp objects (defjvps keeps its rules in a tuple
+# beside one), a decoded rule's thunk (a method of the rule).
+_CALLABLES = (compat.WrappedFun, types.FunctionType, types.MethodType, functools.partial,
+              jax.custom_jvp, jax.custom_vjp)
+
+
+class _Same:
+  """A static argument in a rule's key by identity: one with no exact key
+  (an array, an object of the user's), kept alive by the key."""
+  __slots__ = ("x",)
+
+  def __init__(self, x):
+    self.x = x
+
+  def __hash__(self):
+    return compat.memo.identity(self.x)
+
+  def __eq__(self, other):
+    return type(other) is _Same and other.x is self.x
+
+
+def _rule_functions(fun, depth=0, out=None, statics=True):
+  """What identifies a rule thunk across traces: the functions and
+  custom_jvp/custom_vjp objects behind it, by identity, and with `statics`
+  the static arguments JAX binds into the functions it wraps
+  (`nondiff_argnums`), by value or else by identity: rules that differ
+  only in those are other rules. What JAX's per-trace closures hold besides
+  (the trace, its output stores) is left out, so that the same rule met at
+  every call (relu in each layer) is one."""
   out = [] if out is None else out
   if depth > 8:
     return out
   if isinstance(fun, compat.WrappedFun):
-    _rule_functions(fun.f, depth + 1, out)
+    _rule_functions(fun.f, depth + 1, out, statics)
+    if statics:
+      for _, args in fun.transforms:  # (JAX's transformations of it, with their static args)
+        _rule_statics(args, depth + 1, out)
+      _rule_statics(tuple(v for _, v in getattr(fun, "params", ())), depth + 1, out)
   elif isinstance(fun, types.MethodType):  # a decoded rule's thunk: the rule itself
     out.append(fun.__self__)
+  elif isinstance(fun, functools.partial):
+    out.append(type(fun))
+    _rule_functions(fun.func, depth + 1, out, statics)
+    if statics:
+      _rule_statics((fun.args, tuple(sorted(fun.keywords.items()))), depth + 1, out)
+  elif isinstance(fun, (jax.custom_jvp, jax.custom_vjp)):
+    out.append(fun)
   elif isinstance(fun, types.FunctionType):
     if not _is_per_trace(fun):
-      out.append(fun)
+      out.append(fun)  # (its closure is its own: the function names it)
+      return out
     for cell in fun.__closure__ or ():
       try:
         c = cell.cell_contents
       except ValueError:
         continue
-      if isinstance(c, (compat.WrappedFun, types.FunctionType)):
-        _rule_functions(c, depth + 1, out)
+      if isinstance(c, (tuple, list)):  # (defjvps' rules)
+        for x in c:
+          if isinstance(x, _CALLABLES):
+            _rule_functions(x, depth + 1, out, statics)
+      elif isinstance(c, _CALLABLES):
+        _rule_functions(c, depth + 1, out, statics)
   return out
+
+
+def _rule_statics(args, depth, out) -> None:
+  """The static arguments among a wrapped function's transformation args:
+  functions as in `_rule_functions`; values by exact key (memo.value_key),
+  arrays and the user's objects by identity; JAX's own machinery (stores,
+  tree structures, which the call's types fix) left out."""
+  for x in args:
+    if isinstance(x, compat.STATIC_ARG_WRAPPERS):
+      x = x.val
+    if isinstance(x, _CALLABLES):
+      _rule_functions(x, depth, out)
+    elif type(x) in (tuple, list):
+      out.append(type(x))
+      _rule_statics(x, depth + 1, out)
+    elif isinstance(x, (np.ndarray, jax.Array)):
+      out.append(_Same(x))
+    else:
+      try:
+        out.append(compat.memo.value_key(x))
+      except compat.memo.NoKey:
+        if not type(x).__module__.startswith(("jax", "jaxlib")):
+          out.append(_Same(x))
 
 
 def _rule_key(enc, kind, thunk, call_jaxpr, extra):
@@ -165,8 +234,12 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   params = eqn.params
   thunk, bwd, out_trees = params["fwd_jaxpr_thunk"], params["bwd"], params["out_trees"]
   call_jaxpr, num_consts = params["call_jaxpr"], params["num_consts"]
-  key = _rule_key(enc, "vjp", thunk, call_jaxpr, (num_consts, params["symbolic_zeros"], id(bwd.f)))
-  functions = ("vjp", key[1], tuple(_rule_functions(bwd)))
+  bwd_key = tuple(_rule_functions(bwd))
+  key = _rule_key(enc, "vjp", thunk, call_jaxpr, (num_consts, params["symbolic_zeros"], bwd_key))
+  # (the functions alone: a bwd that calls its custom_vjp function again, as
+  # odeint's, binds new static args at every order)
+  functions = ("vjp", tuple(_rule_functions(thunk, statics=False)),
+               tuple(_rule_functions(bwd, statics=False)))
   cut = _cut(enc, key, functions, "custom_vjp", bwd.debug_info.func_name)
   idx, entry = enc.state.reserve("rules", key if cut is None else ("cut", key))
   if entry is None:

@@ -13,6 +13,7 @@ from jax._src import mesh as mesh_lib
 from jax._src import partition_spec
 from jax._src import sharding_impls
 from jax._src import source_info_util
+from jax._src import util as jax_util
 from jax._src.interpreters import ad
 from jax._src.interpreters import partial_eval as pe
 from jax._src.state import types as state_types
@@ -63,6 +64,9 @@ partial_eval_jaxpr_nounits = pe.partial_eval_jaxpr_nounits
 # What JAX raises when asked to differentiate a custom_vjp call with respect to
 # a value its function closed over (custom_derivatives.lift_fwd).
 CustomVJPException = ad.CustomVJPException
+# How JAX holds the static args it binds into a wrapped function (a
+# custom_jvp's nondiff_argnums): the value is the wrapper's `val`.
+STATIC_ARG_WRAPPERS = (jax_util.Unhashable, jax_util.Hashable)
 
 
 AbstractRef = state_types.AbstractRef
