@@ -262,6 +262,42 @@ def test_rules_apart_by_their_functions_and_static_args(f, forward):
   assert len(kinds) == 2, kinds
 
 
+_JVP_TRACES = [0]
+
+
+@jax.custom_jvp
+def counted(x):
+  return jnp.sin(x)
+
+
+@counted.defjvp
+def _counted_jvp(primals, tangents):
+  _JVP_TRACES[0] += 1  # (once per trace of the rule)
+  (x,), (t,) = primals, tangents
+  return counted(x), 4.0 * t
+
+
+def test_a_rule_traced_once_per_process():
+  """A program traced again holds new thunks of the same rule: `dumps`
+  traces the rule once per process, and each file has it in full."""
+  jp.clear_caches()
+  def traced():  # (a new function: JAX traces it anew, with new thunks)
+    return jax.make_jaxpr(lambda x: counted(x) * 2.0)(1.0)
+  before = _JVP_TRACES[0]
+  files = [jp.dumps(traced()) for _ in range(3)]
+  assert _JVP_TRACES[0] == before + 1
+  for data in files:
+    g = _fun(jp.loads(data))
+    assert float(jax.grad(g)(1.0)) == 8.0  # the rule's, not sin's
+  jp.dumps(jax.make_jaxpr(lambda x: counted(x + 1.0))(1.0))  # the same call of it
+  assert _JVP_TRACES[0] == before + 1
+  jp.dumps(jax.make_jaxpr(lambda x: counted(x))(jnp.ones(3)))  # another call (its types)
+  assert _JVP_TRACES[0] == before + 2
+  jp.clear_caches()  # forgets them, as jax.clear_caches does JAX's
+  jp.dumps(traced())
+  assert _JVP_TRACES[0] == before + 3
+
+
 @jax.custom_jvp
 def bad_rule_fn(x):
   return jnp.sin(x)

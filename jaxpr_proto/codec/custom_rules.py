@@ -178,8 +178,7 @@ def encode_jvp_rule(enc, eqn, path) -> int:
     msg.trace_error = cut
     return idx
   try:
-    jaxpr, consts, out_zeros = thunk.call_wrapped(*([False] * n_primals))
-    _check_no_tracers(consts)
+    jaxpr, consts, out_zeros = _traced_jvp(key, thunk, n_primals)
   except Exception as e:  # a rule JAX itself could not trace: saved as such
     msg.trace_error = _trace_error("custom_jvp rule", msg.name, e)
     return idx
@@ -187,6 +186,27 @@ def encode_jvp_rule(enc, eqn, path) -> int:
   with enc.state.inside_rule(functions):
     msg.jvp = enc.closed_jaxpr(_closed(jaxpr, consts), f"{path}.jvp")
   return idx
+
+
+# The traced jvp rules, (jaxpr, consts, out_zeros) per process by the rule's
+# key (where its call has an exact fingerprint) and JAX's configuration: a
+# program traced again (a later step, a later program) holds new thunks of
+# the same rules, and tracing relu's jvp again was a third of its `dumps`.
+_TRACED_JVP = compat.memo.memo()
+_TRACED_MAX_CONST_BYTES = 1 << 20  # (a rule that closes over more is traced again)
+
+
+def _traced_jvp(key, thunk, n_primals):
+  """The rule's jaxpr, consts and out_zeros, all tangents nonzero."""
+  memo_key = (key, compat.memo.context_key()) if key[2][0] == "fingerprint" else None
+  hit = _TRACED_JVP.get(memo_key) if memo_key is not None else None
+  if hit is not None:
+    return hit
+  out = thunk.call_wrapped(*([False] * n_primals))
+  _check_no_tracers(out[1])
+  if memo_key is not None and sum(getattr(c, "nbytes", 0) for c in out[1]) <= _TRACED_MAX_CONST_BYTES:
+    _TRACED_JVP.put(memo_key, out)
+  return out
 
 
 # Rules inside rules. JAX traces a rule when a transformation first needs it;
