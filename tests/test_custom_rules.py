@@ -311,6 +311,28 @@ def test_a_rule_traced_once_per_process():
   assert _JVP_TRACES[0] == before + 3
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def counted_scaled(c, x):
+  return jnp.sin(x)
+
+
+@counted_scaled.defjvp
+def _counted_scaled_jvp(c, primals, tangents):
+  _JVP_TRACES[0] += 1
+  return counted_scaled(c, primals[0]), c * tangents[0]
+
+
+def test_a_rule_of_an_array_static_arg_is_traced_each_time():
+  """A rule named by an object's identity (an array as a nondiff arg) is
+  not kept for the process: traced at each dumps, each file with its own."""
+  before = _JVP_TRACES[0]
+  c = np.array(3.0, np.float32)
+  for k in range(2):
+    cj = jax.make_jaxpr(lambda x: counted_scaled(c, x))(1.0)
+    assert float(jax.grad(_fun(jp.loads(jp.dumps(cj))))(1.0)) == 3.0
+    assert _JVP_TRACES[0] == before + k + 1
+
+
 @jax.custom_jvp
 def bad_rule_fn(x):
   return jnp.sin(x)

@@ -48,71 +48,85 @@ class _Same:
     return type(other) is _Same and other.x is self.x
 
 
-def _rule_functions(fun, depth=0, out=None, statics=True):
+# How deep `_rule_functions` follows wrappers, closures and static args:
+# far past JAX's own chains (a custom_vjp's fwd thunk is about 8 deep).
+_MAX_RULE_WALK = 64
+
+
+def _rule_functions(fun, statics=True) -> list:
   """What identifies a rule thunk across traces: the functions and
   custom_jvp/custom_vjp objects behind it, by identity, and with `statics`
   the static arguments JAX binds into the functions it wraps
   (`nondiff_argnums`), by value or else by identity: rules that differ
   only in those are other rules. What JAX's per-trace closures hold besides
   (the trace, its output stores) is left out, so that the same rule met at
-  every call (relu in each layer) is one."""
-  out = [] if out is None else out
-  if depth > 8:
-    return out
-  if isinstance(fun, compat.WrappedFun):
-    _rule_functions(fun.f, depth + 1, out, statics)
-    if statics:
-      for _, args in fun.transforms:  # (JAX's transformations of it, with their static args)
-        _rule_statics(args, depth + 1, out)
-      _rule_statics(tuple(v for _, v in getattr(fun, "params", ())), depth + 1, out)
-  elif isinstance(fun, types.MethodType):  # a decoded rule's thunk: the rule itself
-    out.append(fun.__self__)
-  elif isinstance(fun, functools.partial):
-    out.append(type(fun))
-    _rule_functions(fun.func, depth + 1, out, statics)
-    if statics:
-      _rule_statics((fun.args, tuple(sorted(fun.keywords.items()))), depth + 1, out)
-  elif isinstance(fun, (jax.custom_jvp, jax.custom_vjp)):
-    out.append(fun)
-  elif isinstance(fun, types.FunctionType):
-    if not _is_per_trace(fun):
-      out.append(fun)  # (its closure is its own: the function names it)
-      return out
-    for cell in fun.__closure__ or ():
-      try:
-        c = cell.cell_contents
-      except ValueError:
-        continue
-      if isinstance(c, (tuple, list)):  # (defjvps' rules)
-        for x in c:
+  every call (relu in each layer) is one. Each object is visited once (a
+  closure may hold itself); past _MAX_RULE_WALK the key names the object by
+  identity, as a rule of its own."""
+  out, seen = [], set()
+
+  def visit(f, depth):
+    if depth > _MAX_RULE_WALK:
+      out.append(_Same(f))
+      return
+    if compat.memo.identity(f) in seen:
+      return
+    seen.add(compat.memo.identity(f))
+    if isinstance(f, compat.WrappedFun):
+      visit(f.f, depth + 1)
+      if statics:
+        for _, args in f.transforms:  # (JAX's transformations of it, with their static args)
+          static(args, depth + 1)
+        static(tuple(v for _, v in getattr(f, "params", ())), depth + 1)
+    elif isinstance(f, types.MethodType):  # a decoded rule's thunk: the rule itself
+      out.append(f.__self__)
+    elif isinstance(f, functools.partial):
+      out.append(type(f))
+      visit(f.func, depth + 1)
+      if statics:
+        static((f.args, tuple(sorted(f.keywords.items()))), depth + 1)
+    elif isinstance(f, (jax.custom_jvp, jax.custom_vjp)):
+      out.append(f)
+    elif isinstance(f, types.FunctionType):
+      if not _is_per_trace(f):
+        out.append(f)  # (its closure is its own: the function names it)
+        return
+      for cell in f.__closure__ or ():
+        try:
+          c = cell.cell_contents
+        except ValueError:
+          continue
+        for x in (c if isinstance(c, (tuple, list)) else (c,)):  # (defjvps' rules: a tuple)
           if isinstance(x, _CALLABLES):
-            _rule_functions(x, depth + 1, out, statics)
-      elif isinstance(c, _CALLABLES):
-        _rule_functions(c, depth + 1, out, statics)
+            visit(x, depth + 1)
+
+  def static(args, depth):
+    """The static args among a wrapped function's transformation args:
+    functions as above; values by exact key (memo.value_key), arrays and
+    the user's objects by identity; JAX's own machinery (stores, tree
+    structures, which the call's types fix) left out."""
+    if depth > _MAX_RULE_WALK:
+      out.append(_Same(args))
+      return
+    for x in args:
+      if isinstance(x, compat.STATIC_ARG_WRAPPERS):
+        x = x.val
+      if isinstance(x, _CALLABLES):
+        visit(x, depth + 1)
+      elif type(x) in (tuple, list):
+        out.append(type(x))
+        static(x, depth + 1)
+      elif isinstance(x, (np.ndarray, jax.Array)):
+        out.append(_Same(x))
+      else:
+        try:
+          out.append(compat.memo.value_key(x))
+        except compat.memo.NoKey:
+          if not type(x).__module__.startswith(("jax", "jaxlib")):
+            out.append(_Same(x))
+
+  visit(fun, 0)
   return out
-
-
-def _rule_statics(args, depth, out) -> None:
-  """The static arguments among a wrapped function's transformation args:
-  functions as in `_rule_functions`; values by exact key (memo.value_key),
-  arrays and the user's objects by identity; JAX's own machinery (stores,
-  tree structures, which the call's types fix) left out."""
-  for x in args:
-    if isinstance(x, compat.STATIC_ARG_WRAPPERS):
-      x = x.val
-    if isinstance(x, _CALLABLES):
-      _rule_functions(x, depth, out)
-    elif type(x) in (tuple, list):
-      out.append(type(x))
-      _rule_statics(x, depth + 1, out)
-    elif isinstance(x, (np.ndarray, jax.Array)):
-      out.append(_Same(x))
-    else:
-      try:
-        out.append(compat.memo.value_key(x))
-      except compat.memo.NoKey:
-        if not type(x).__module__.startswith(("jax", "jaxlib")):
-          out.append(_Same(x))
 
 
 def _rule_key(enc, kind, thunk, call_jaxpr, extra):
@@ -189,7 +203,8 @@ def encode_jvp_rule(enc, eqn, path) -> int:
 
 
 # The traced jvp rules, (jaxpr, consts, out_zeros) per process by the rule's
-# key (where its call has an exact fingerprint) and JAX's configuration: a
+# key (where it is exact: its call's fingerprint, its static args by value)
+# and JAX's configuration: a
 # program traced again (a later step, a later program) holds new thunks of
 # the same rules, and tracing relu's jvp again was a third of its `dumps`.
 _TRACED_JVP = compat.memo.memo()
@@ -198,7 +213,10 @@ _TRACED_MAX_CONST_BYTES = 1 << 20  # (a rule that closes over more is traced aga
 
 def _traced_jvp(key, thunk, n_primals):
   """The rule's jaxpr, consts and out_zeros, all tangents nonzero."""
-  memo_key = (key, compat.memo.context_key()) if key[2][0] == "fingerprint" else None
+  # (not a rule named by an object's identity: an array, a tracer, an object
+  # made per call would only fill the memo and keep them alive)
+  exact = key[2][0] == "fingerprint" and not any(type(x) is _Same for x in key[1])
+  memo_key = (key, compat.memo.context_key()) if exact else None
   hit = _TRACED_JVP.get(memo_key) if memo_key is not None else None
   if hit is not None:
     return hit
