@@ -14,6 +14,7 @@ from jax.extend.core import jaxpr_as_fun
 
 import jaxpr_proto as jp
 from jaxpr_proto import compat
+from tests import corpus
 from tests.helpers import run_json
 
 
@@ -273,6 +274,51 @@ def test_sinc_fourth_derivative_at_zero():
     g1, g2 = jax.grad(g1), jax.grad(g2)
   _eq(g2(0.0), g1(0.0))
   _eq(g2(0.5), g1(0.5))
+
+
+def _skipped_closure_values(monkeypatch, programs):
+  """(closure, value) of each value a JAX per-trace closure holds that the
+  rule key leaves out (custom_rules._is_per_trace), over `programs`."""
+  from jaxpr_proto.codec import custom_rules
+  seen, is_per_trace = [], custom_rules._is_per_trace
+
+  def noting(f, depth=0):
+    skipped = is_per_trace(f, depth)
+    for cell in (f.__closure__ or ()) if skipped and not depth else ():
+      try:
+        seen.append((f.__qualname__, cell.cell_contents))
+      except ValueError:
+        pass
+    return skipped
+  monkeypatch.setattr(custom_rules, "_is_per_trace", noting)
+  for p in programs:
+    jp.dumps(corpus.trace(p))
+  return seen
+
+
+def _jax_machinery(x) -> bool:
+  """A value the rule key may leave out: JAX's own objects (the trace, its
+  output stores), a memo's dict or sentinel, an int (lift_fwd's count of
+  closed-over inputs, which the call's num_consts gives), the avals of the
+  call (its fingerprint has them), or what the walk follows (functions, a
+  tuple of them)."""
+  if type(x).__module__.startswith("jax") or type(x) in (dict, object, int):
+    return True
+  if isinstance(x, (tuple, list)):
+    return all(isinstance(a, (compat.ShapedArray, compat.AbstractToken)) or callable(a) for a in x)
+  return callable(x)
+
+
+def test_what_the_rule_key_leaves_out_is_jaxs_own(monkeypatch):
+  """The rule key leaves out what JAX's per-trace closures hold; a JAX whose
+  closures hold a value of the user's (a rule's parameter) there would make
+  two rules one. This fails first, naming the closure."""
+  names = ["library_custom_derivs", "user_custom_jvp", "user_custom_vjp", "custom_vjp_grad_traced",
+           "scipy_special", "numpyro_logdensity", "jnp_misc", "pallas_custom_vjp", "custom_root_sqrt"]
+  seen = _skipped_closure_values(monkeypatch, [corpus.get(n) for n in names])
+  assert seen  # (JAX's thunks and their memo, at least)
+  odd = [(f, type(x).__name__) for f, x in seen if not _jax_machinery(x)]
+  assert not odd, odd
 
 
 _JVP_TRACES = [0]

@@ -21,9 +21,24 @@ from jaxpr_proto.errors import DecodeError, EncodeError
 from jaxpr_proto.v1 import jaxpr_pb2 as pb
 
 
-def _is_per_trace(f) -> bool:
-  # JAX's own closures are made anew at each trace; user functions are not.
-  return f.__module__.startswith("jax._src") and "<locals>" in f.__qualname__
+def _is_per_trace(f, depth: int = 0) -> bool:
+  """Whether `f` is a closure of JAX's made by a trace (its thunks, their
+  memo, an output store's getter): it holds what only a trace makes, or
+  another such closure. The rule key leaves those out and follows what
+  they hold. JAX's closures made where a rule is defined (defjvps' jvp,
+  custom_gradient's fwd and bwd) and the user's functions name the rule
+  by identity, with all they hold (custom_gradient's options)."""
+  if not (f.__module__.startswith("jax._src") and "<locals>" in f.__qualname__) or depth > 4:
+    return False
+  for cell in f.__closure__ or ():
+    try:
+      x = cell.cell_contents
+    except ValueError:
+      continue
+    if isinstance(x, compat.PER_TRACE_TYPES) or (
+        isinstance(x, types.FunctionType) and _is_per_trace(x, depth + 1)):
+      return True
+  return False
 
 
 # What a rule thunk is made of that names the rule, by identity: functions,

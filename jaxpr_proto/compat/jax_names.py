@@ -67,6 +67,9 @@ CustomVJPException = ad.CustomVJPException
 # How JAX holds the static args it binds into a wrapped function (a
 # custom_jvp's nondiff_argnums): the value is the wrapper's `val`.
 STATIC_ARG_WRAPPERS = (jax_util.Unhashable, jax_util.Hashable)
+# What only a trace makes (a wrapped function, an output store, the trace):
+# a closure of JAX's that holds one was made by that trace.
+PER_TRACE_TYPES = (lu.WrappedFun, lu.Store, lu.EqualStore, core.Trace)
 
 
 AbstractRef = state_types.AbstractRef
