@@ -219,9 +219,9 @@ def encode_jvp_rule(enc, eqn, path) -> int:
 
 # The traced jvp rules, (jaxpr, consts, out_zeros) per process by the rule's
 # key (where it is exact: its call's fingerprint, its static args by value)
-# and JAX's configuration: a
-# program traced again (a later step, a later program) holds new thunks of
-# the same rules, and tracing relu's jvp again was a third of its `dumps`.
+# and JAX's configuration: a program traced again (a later step, a later
+# program) holds new thunks of the same rules, and tracing relu's jvp again
+# was a third of its `dumps`.
 _TRACED_JVP = compat.memo.memo()
 _TRACED_MAX_CONST_BYTES = 1 << 20  # (a rule that closes over more is traced again)
 
