@@ -248,7 +248,7 @@ sin_scaled_vjp.defvjp(lambda c, x: (sin_scaled_vjp(c, x), None), lambda c, r, g:
     (lambda x: (sin_scaled_jvp(2.0, x), sin_scaled_jvp(3.0, x), sin_scaled_jvp(2.0, 2.0 * x)), True),
     (lambda x: (sin_scaled_jvp(np.float32(2.0), x), sin_scaled_jvp(np.float32(3.0), x)), True),
     (lambda x: (sin_scaled_vjp(2.0, x), sin_scaled_vjp(3.0, x), sin_scaled_vjp(2.0, 2.0 * x)), False),
-], ids=["defjvps", "jvp_nondiff", "jvp_nondiff_array", "vjp_nondiff"])
+], ids=["defjvps", "jvp_nondiff", "jvp_nondiff_numpy_scalar", "vjp_nondiff"])
 def test_rules_apart_by_their_functions_and_static_args(f, forward):
   cj, cj2 = _roundtrip(f, 1.0)
   assert str(cj2) == str(cj)
