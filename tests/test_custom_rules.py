@@ -357,6 +357,17 @@ def test_a_rule_traced_once_per_process():
   assert _JVP_TRACES[0] == before + 3
 
 
+def test_a_loaded_programs_rules_are_not_kept_for_the_process():
+  """A decoded rule holds its whole Module: writing a loaded program again
+  keeps nothing of it in the process's traced rules."""
+  from jaxpr_proto.codec import custom_rules
+  cj = jp.loads(jp.dumps(jax.make_jaxpr(lambda x: counted(x) * 2.0)(1.0)))
+  jp.clear_caches()
+  data = jp.dumps(cj)
+  assert not custom_rules._TRACED_JVP
+  assert float(jax.grad(_fun(jp.loads(data)))(1.0)) == 8.0
+
+
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def counted_scaled(c, x):
   return jnp.sin(x)

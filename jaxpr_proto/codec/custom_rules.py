@@ -229,8 +229,11 @@ _TRACED_MAX_CONST_BYTES = 1 << 20  # (a rule that closes over more is traced aga
 def _traced_jvp(key, thunk, n_primals):
   """The rule's jaxpr, consts and out_zeros, all tangents nonzero."""
   # (not a rule named by an object's identity: an array, a tracer, an object
-  # made per call would only fill the memo and keep them alive)
-  exact = key[2][0] == "fingerprint" and not any(type(x) is _Same for x in key[1])
+  # made per call would only fill the memo and keep them alive; nor a
+  # decoded rule, which holds its whole Module and gives its saved jaxpr
+  # without tracing)
+  exact = (key[2][0] == "fingerprint" and not any(type(x) is _Same for x in key[1])
+           and rule_of(thunk) is None)
   memo_key = (key, compat.memo.context_key()) if exact else None
   hit = _TRACED_JVP.get(memo_key) if memo_key is not None else None
   if hit is not None:
