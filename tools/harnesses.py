@@ -40,6 +40,7 @@ import collections
 import json
 import multiprocessing
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -232,7 +233,6 @@ def check(h, rng_seed: int = 0) -> tuple[str, str]:
 def _run_slice(job):
   """The verdicts of harnesses k, k + n, k + 2n, ... (one worker process)."""
   k, n, opts = job
-  import time
   import jax
   if opts["x64"]:
     jax.config.update("jax_enable_x64", True)
@@ -259,7 +259,6 @@ def run(*, jobs: int = 1, x64: bool = False, per_group: int | None = None,
   """[(harness, group, verdict, message)] of every harness selected (see
   `harnesses`); with `progress`, each verdict is printed as it is reached;
   with `time_limit`, no harness is started after that many seconds."""
-  import time
   deadline = None if time_limit is None else time.time() + time_limit
   opts = {"x64": x64, "per_group": per_group, "contains": contains, "progress": progress,
           "from_rank": from_rank, "by_rank": by_rank, "skip": sorted(set(skip)),
