@@ -126,6 +126,8 @@ HOSTILE = {
                             "columns.operands", "operand_count adds up to"),
     "literals_miscounted": (lambda c: c.literals.add().CopyFrom(c.literals[0]),
                             "columns.literals", "literal operands"),
+    "param_given_twice": (lambda c: (c.params.insert(5, c.params[5]), c.param_count.__setitem__(5, 2)),
+                          "eqn[5].params", "params given twice"),
     "effects_out_of_order": (lambda c: (c.effects.add(eqn=5), c.effects.add(eqn=3)),
                              "columns.effects[1]", "not an eqn after 5"),
     # (the 4th literal, of eqn 6: x * 2.0 and sin in turn)

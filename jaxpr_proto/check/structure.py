@@ -9,6 +9,8 @@ from __future__ import annotations
 import bisect
 import collections
 import itertools
+import operator
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -411,41 +413,32 @@ class Structure:
     return True
 
   def _uses_plain(self, node, defined, c: columns.Columns, prefix: str, later, nested) -> bool:
-    """`_uses_numpy`'s checks with a Python step per eqn, for a jaxpr too
-    small to repay NumPy's fixed cost (dearer still at its first use in a
-    process): the same verdicts, nothing reported."""
-    names = self.param_names
-    if c.params and max(c.param_count) > 1:
-      pos = 0
-      for n in c.param_count:  # (a param name given twice in an eqn)
-        if n > 1 and len({names[p] for p in c.params[pos:pos + n]}) != n:
-          return False
-        pos += n
+    """`_uses_numpy`'s checks for a jaxpr too small to repay NumPy's fixed
+    cost (dearer still at its first use in a process), with the loops in C
+    (map, zip, itertools): the same verdicts, nothing reported."""
+    eqn_of = lambda counts: chain.from_iterable(map(repeat, range(c.n), counts))  # noqa: E731
+    if c.params and max(c.param_count) > 1:  # (a param name given twice in an eqn)
+      pairs = set(zip(eqn_of(c.param_count), map(self.param_names.__getitem__, c.params)))
+      if len(pairs) != len(c.params):
+        return False
     # id + 1 -> the eqn defining it (-1: before them all); 0 (a literal
     # operand, a dropped output) is defined before every eqn.
     at = dict.fromkeys((v + 1 for v in defined), -1)
-    bound = len(at)
-    pos = 0
-    for k, n in enumerate(c.result_count):
-      for r in c.results[pos:pos + n]:
-        if r:
-          at.setdefault(r, k)
-          bound += 1
-      pos += n
-    if len(at) != bound:
+    bound = len(at) + len(c.results) - c.results.count(0)
+    at.update(zip(c.results, eqn_of(c.result_count)))
+    at[0] = -1
+    if len(at) != bound + 1:
       return False  # (defined twice)
-    literals = []  # (eqn, operand position) of each literal operand
-    ops, pos = c.operands, 0
-    for k, n in enumerate(c.operand_count):
-      for q in range(n):
-        v = ops[pos + q]
-        if not v:
-          literals.append((k, q))
-        elif not at.get(v, k) < k:
-          return False  # (used before it is defined, or never)
-      pos += n
-    if nested and not self._literal_values(node, c, nested, literals, prefix):
+    # Each operand defined before its eqn (an undefined one: at the end, c.n).
+    if not all(map(operator.lt, map(at.get, c.operands, repeat(c.n)), eqn_of(c.operand_count))):
       return False
+    if nested:
+      literals, ops, pos = [], c.operands, 0  # (eqn, operand position) of each literal operand
+      for k, n in enumerate(c.operand_count):
+        literals += [(k, q) for q in range(n) if not ops[pos + q]]
+        pos += n
+      if not self._literal_values(node, c, nested, literals, prefix):
+        return False
     defined.update(dict.fromkeys(v for v in later if v + 1 in at))
     return True
 

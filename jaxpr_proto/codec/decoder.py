@@ -220,8 +220,14 @@ class Decoder:
     aval = self.aval
     prefix = f"{path}." if path else ""
 
-    def define(v, where):
-      return scope.define(v, where, lambda: compat.Var(aval(v.aval, where)))
+    def define(v, k, what):  # (the path is made only for an error)
+      if v.id in scope.vars:
+        scope.define(v, f"{prefix}{what}[{k}]")  # raises
+      av = done_avals.get(v.aval)
+      if av is None or av is _IN_PROGRESS:
+        av = aval(v.aval, f"{prefix}{what}[{k}]")
+      var = scope.vars[v.id] = compat.Var(av)
+      return var
 
     def atom(a, where):
       if walk.operand_kind(a, where) == "var":
@@ -229,8 +235,9 @@ class Decoder:
       av = aval(a.literal.aval, where)
       return compat.Literal(self.literal(a.literal.value, av, where), av)
 
-    constvars = [define(v, f"{prefix}constvars[{k}]") for k, v in enumerate(msg.constvars)]
-    invars = [define(v, f"{prefix}invars[{k}]") for k, v in enumerate(msg.invars)]
+    done_avals = self.state.decoded["avals"]
+    constvars = [define(v, k, "constvars") for k, v in enumerate(msg.constvars)]
+    invars = [define(v, k, "invars") for k, v in enumerate(msg.invars)]
     # The eqns, from either form of the message. What eqns share (a primitive
     # with its params, source info and context; an aval) is decoded once; the
     # loop builds an error's path only to raise it. (One method: it recurses
@@ -239,7 +246,7 @@ class Decoder:
     if c is None:
       c = columns.of(msg, prefix)
     st = self.state
-    vars_, done_avals = scope.vars, st.decoded["avals"]
+    vars_ = scope.vars
     calls: dict = {}  # (primitive, *params) -> what they decode to
     origins: dict = {}  # (traceback, name stack, context) -> (source info, context)
     literals: dict = {}  # (aval, value's bytes) -> (value, aval)
@@ -308,18 +315,19 @@ class Decoder:
         n_res = 0  # (done)
       else:
         outs = []
-      for j, (x, a) in enumerate(zip(RES[r:r + n_res], RAV[r:r + n_res])):
-        av = done_avals.get(a)
-        if av is None or av is _IN_PROGRESS:
-          av = self.aval(a, f"{st.where}.outvars[{j}]")
-        if not x:
-          outs.append(compat.DropVar(av))
-        elif x - 1 in vars_:
-          raise DecodeError(f"variable id {x - 1} is defined twice (not SSA)", f"{st.where}.outvars[{j}]")
-        else:
-          v = vars_[x - 1] = Var(av)
-          outs.append(v)
-      r += n_res
+      if n_res:
+        for j, (x, a) in enumerate(zip(RES[r:r + n_res], RAV[r:r + n_res])):
+          av = done_avals.get(a)
+          if av is None or av is _IN_PROGRESS:
+            av = self.aval(a, f"{st.where}.outvars[{j}]")
+          if not x:
+            outs.append(compat.DropVar(av))
+          elif x - 1 in vars_:
+            raise DecodeError(f"variable id {x - 1} is defined twice (not SSA)", f"{st.where}.outvars[{j}]")
+          else:
+            v = vars_[x - 1] = Var(av)
+            outs.append(v)
+        r += n_res
       effs = NO_EFFECTS
       if EFFS and k in EFFS:
         effs = effects.decode_effects(self, EFFS[k], scope, f"{st.where}.effects")
