@@ -590,6 +590,24 @@ def test_param_codec_gets_an_out_of_range_rule():
   _fails(m, match="rule index 99 is out of range", path="eqn[0].params.jvp_jaxpr_fun")
 
 
+def test_one_rule_for_calls_of_two_types():
+  """The checks of a jvp rule against its call are kept per rule and types
+  (a model calls relu's rule once per layer): a file whose second call, of
+  another type, names the first call's rule is refused at that call."""
+  @jax.custom_jvp
+  def f(x):
+    return jnp.sin(x)
+  f.defjvp(lambda p, t: (f(p[0]), jnp.cos(p[0]) * t[0]))
+  m = jp.encode(jax.make_jaxpr(lambda x, y: (f(x), f(y)))(jnp.ones(3), jnp.ones(4)))
+  rules = [p for p in m.params if p.name == "jvp_jaxpr_fun"]
+  assert len(rules) == 2 and rules[0].value.rule != rules[1].value.rule
+  assert jp.check(m).ok
+  rules[1].value.rule = rules[0].value.rule  # (the f32[3] call's rule for the f32[4] call)
+  why = "jvp_jaxpr_fun's inputs 0 is float32[3] where it gets float32[4]"
+  _fails(m, match=why, path="eqn[1].params.jvp_jaxpr_fun")
+  assert jp.check(m).errors[0] == ("eqn[1].params.jvp_jaxpr_fun", why)
+
+
 def test_call_jaxpr_of_the_wrong_kind():
   m = _custom_jvp_module()
   p = next(p for p in m.params if p.name == "call_jaxpr")

@@ -32,6 +32,8 @@ def _signature(param, what, got, want):
   """A message where the avals `got` of `param`'s `what` are not `want`."""
   if len(got) != len(want):
     return param, f"{param} takes {len(got)} {what} where the eqn gives it {len(want)}"
+  if got == want:  # (equal avals typematch: JAX's typematch compares them so first)
+    return None
   for k, (g, w) in enumerate(zip(got, want)):
     if not _match(g, w):
       return param, f"{param}'s {what} {k} is {g.str_short()} where it gets {w.str_short()}"

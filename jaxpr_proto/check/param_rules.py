@@ -160,11 +160,21 @@ def _custom_jvp_call(eqn, *, call_jaxpr, jvp_jaxpr_fun, num_consts, **_):
     yield from found
     return
   rule = custom_rules.rule_of(jvp_jaxpr_fun)
-  sig = rule.signature() if isinstance(rule, custom_rules.JvpRule) else None
+  if not isinstance(rule, custom_rules.JvpRule):
+    return
+  ins, outs = _in_avals(call_jaxpr)[num_consts:], _out_avals(call_jaxpr)
+  key = ("fits", tuple(ins), tuple(outs))  # (once per rule and types: a model calls relu's rule per layer)
+  if key not in rule.checked:
+    rule.checked[key] = list(_jvp_rule_errors(rule, ins, outs))
+  yield from rule.checked[key]
+
+
+def _jvp_rule_errors(rule, ins, outs):
+  """What is wrong with the saved jvp rule called on `ins`, giving `outs`."""
+  sig = rule.signature()
   if sig is None:
     return
   jvp, out_zeros = sig
-  ins, outs = _in_avals(call_jaxpr)[num_consts:], _out_avals(call_jaxpr)
   if len(out_zeros) != len(outs):
     yield "jvp_jaxpr_fun", f"the jvp rule's out_zeros has {len(out_zeros)} entries for {len(outs)} outputs"
     return

@@ -3,6 +3,8 @@ split, gather, sort, stack, unstack, reshape, approx_top_k (indices, sizes
 and axes against the operands' ranks and shapes)."""
 from __future__ import annotations
 
+import math
+
 import jax
 import numpy as np
 
@@ -66,7 +68,7 @@ def _reshape(eqn, *, new_sizes, **_):
   """JAX's shape rule leaves the element count unchecked (a TODO); XLA refuses it."""
   shape = eqn.invars[0].aval.shape
   if all(type(d) is int for d in (*shape, *new_sizes)) and (
-      int(np.prod(shape, dtype=object)) != int(np.prod(new_sizes, dtype=object))):
+      math.prod(shape) != math.prod(new_sizes)):
     yield "new_sizes", f"reshape of {eqn.invars[0].aval.str_short()} to {tuple(new_sizes)} changes the element count"
 
 
