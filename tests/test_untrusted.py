@@ -629,6 +629,7 @@ def test_jvp_rule_that_does_not_fit_its_call():
 def test_jit_jaxpr_with_debug_names_of_another_count():
   # jit asserts the count when it traces the call again: a bare AssertionError.
   m = jp.encode(jax.make_jaxpr(lambda x: jax.jit(jnp.sin)(x))(1.0))
+  jp.loads(m.SerializeToString())  # (its params' verdict kept: a sound sub-jaxpr's)
   jaxpr = m.jaxprs[m.closed_jaxprs[_eqn_param(m, _root(m).eqns[0], "jaxpr").closed_jaxpr].jaxpr]
   jaxpr.debug_info.arg_names.values.append("extra")
   _fails(m, match="its jaxpr's debug info has 2 arg names for 1 inputs", path="eqn[0].params.jaxpr")

@@ -39,7 +39,7 @@ from jaxpr_proto.check.numeric_rules import (_KEY_OPERAND, _convert_element_type
                                              _key_operand, _random_gamma, _random_wrap,
                                              _reduce_precision, _schur, _threefry2x32)
 from jaxpr_proto.check.pallas_rules import _pallas_call
-from jaxpr_proto.check.params_alone import _params_errors
+from jaxpr_proto.check.params_alone import _params_errors, params_key
 from jaxpr_proto.check.ref_rules import _ref, _ref_indexers
 from jaxpr_proto.check.shape_rules import (_approx_top_k, _dynamic_slice, _gather, _reshape,
                                            _sort, _split, _stack, _unstack)
@@ -120,8 +120,9 @@ def _high_eqns(eqns, groups, prefix):
 _PARAMS_ONLY_IS_HIGH = compat.Primitive.is_high
 
 
-# (primitive, params by value, names registered, JAX's configuration) -> what
-# the params alone show: the same dimension numbers in every program.
+# (primitive, params as those checks read them (params_alone.params_key), names
+# registered, JAX's configuration) -> what the params alone show: the same
+# dimension numbers in every program, one verdict for a sub-jaxpr's copies.
 _PARAMS_ERRORS = compat.memo.memo()
 
 
@@ -131,7 +132,7 @@ def _params_errors_memo(eqn, memo: dict) -> list:
   if errs is None:
     prim, params = eqn.primitive, eqn.params
     errs = memo[key] = _PARAMS_ERRORS.lookup(
-        lambda: (prim, compat.memo.params_key(params), names.generation(),
+        lambda: (prim, params_key(params), names.generation(),
                  compat.memo.context_key()),
         lambda: list(_params_errors(prim, params)))
   return errs

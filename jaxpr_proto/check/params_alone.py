@@ -43,6 +43,31 @@ def _params_errors(prim, params):
           return
 
 
+def params_key(params: dict) -> tuple:
+  """A key of what `_params_errors` reads of `params`: each value by value
+  (compat.memo.value_key) where it has an exact key, else what the checks
+  read of it: a sub-jaxpr's kind and debug-info verdict, an object's kind
+  (the schema's) and hashability, a tuple's of each element. So the eqns
+  of one primitive over equal copies of a sub-jaxpr (a custom_jvp call per
+  layer, each a jit of relu) share a verdict. Raises NoKey for the rest."""
+  return tuple((name, _value_key(v)) for name, v in params.items())
+
+
+def _value_key(v):
+  try:
+    return compat.memo.value_key(v)
+  except compat.memo.NoKey:
+    pass
+  if type(v) is tuple:
+    return (tuple, tuple(map(_value_key, v)))
+  kind = param_schema.kind(v)
+  if kind in ("ClosedJaxpr", "Jaxpr"):
+    return (kind, _debug_miscount(v))
+  if kind.startswith("obj:"):  # (read by its kind alone, and hashed)
+    return (kind, _unhashable(v))
+  raise compat.memo.NoKey
+
+
 def _jax_own(prim) -> bool:
   """Whether `prim` is one of JAX's primitives (a user's, registered under
   its own namespace, is the reading process's to trust)."""
