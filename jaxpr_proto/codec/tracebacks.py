@@ -190,15 +190,18 @@ def _decode_traceback(dec, i: int, path: str):
     return None
   done = dec.state.decoded["tracebacks"]
   if not done:  # all at once: the builder is fastest in batches
-    entry = dec.state.entry
+    entry, table, strings = dec.state.entry, dec.m.frames, dec.m.strings
+    n_frames, n_strings = len(table), len(strings)
     frames: dict[int, Frame] = {}  # (tracebacks share frames)
 
-    def frame(j, k):
+    def frame(j, k):  # (paths are made for an error only: `entry` raises it)
       f = frames.get(j)
       if f is None:
-        msg = entry("frames", j, "frame", f"tracebacks[{k}]")
-        f = frames[j] = (entry("strings", msg.file, "string", f"frames[{j}]"),
-                         entry("strings", msg.function, "string", f"frames[{j}]"),
+        msg = table[j] if 0 <= j < n_frames else entry("frames", j, "frame", f"tracebacks[{k}]")
+        for s in (msg.file, msg.function):
+          if not 0 <= s < n_strings:
+            entry("strings", s, "string", f"frames[{j}]")
+        f = frames[j] = (strings[msg.file], strings[msg.function],
                          msg.line, msg.column, msg.end_line, msg.end_column)
       return f
     keys = [tuple(frame(j, k) for j in msg.frames[:MAX_FRAMES])  # (`_key`'s form: strs, ints)
@@ -211,6 +214,10 @@ def _decode_traceback(dec, i: int, path: str):
 
 
 def _decode_name_stack(dec, i: int, path: str):
+  ns = dec.state.decoded["name_stacks"].get(i)
+  if ns is not None:  # (decoded: most eqns share a few)
+    return ns
+
   def make():
     msg = dec.state.entry("name_stacks", i, "name stack", path)
     return compat.NameStack(tuple(
