@@ -178,3 +178,29 @@ print(count[0])
   out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                        env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"})
   assert int(out.stdout.split()[-1]) < 100  # not one or more per eqn (600 of them)
+
+
+def _literals(cj):
+  return [x for e in cj.jaxpr.eqns for x in e.invars if isinstance(x, jax.extend.core.Literal)]
+
+
+def test_literal_values_are_decoded_once_and_shared_read_only():
+  """A literal's array or scalar value is decoded once per process: the
+  programs that use it share it, as one program's uses do, so it is made
+  read-only. A literal of other bytes, or of another type, is its own."""
+  def f(x, scale):
+    return jnp.sin(x * scale) * 2.0 + 1.0
+  a = jp.loads(jp.dumps(jax.make_jaxpr(lambda x: f(x, 3.0))(jnp.ones(3))))
+  b = jp.loads(jp.dumps(jax.make_jaxpr(lambda x: f(x, 5.0))(jnp.ones(3))))
+  c = jp.loads(jp.dumps(jax.make_jaxpr(lambda x: f(x, 3.0))(jnp.ones(3, jnp.bfloat16))))
+  la, lb, lc = _literals(a), _literals(b), _literals(c)
+  assert [float(x.val) for x in la] == [3.0, 2.0, 1.0]
+  assert [x.val is y.val for x, y in zip(la, lb)] == [False, True, True]
+  assert not any(x.val is y.val for x, y in zip(la, lc)), "bfloat16 literals: of another type"
+  assert [float(x.val) for x in lb] == [5.0, 2.0, 1.0]
+  with pytest.raises(ValueError, match="read-only"):
+    la[1].val[...] = 7
+  assert float(lb[1].val) == 2.0
+  jp.clear_caches()
+  d = jp.loads(jp.dumps(jax.make_jaxpr(lambda x: f(x, 5.0))(jnp.ones(3))))
+  assert not any(x.val is y.val for x, y in zip(lb, _literals(d))), "clear_caches forgets them"

@@ -40,6 +40,14 @@ NO_EFFECTS = frozenset()
 # params whose value is plain data (param_codecs.is_plain), decoded before.
 _PLAIN_PARAMS = _memo.memo()
 
+# (aval, a literal's Value bytes, JAX's configuration) -> its value, for the
+# literals that are arrays or scalars (`x * 2.0` in every layer of every
+# program): shared, as one program's uses of a literal share one value, and
+# so made read-only. (Not with arrays outside the message, or symbolic dims.)
+_LITERALS = _memo.memo()
+_SHARED_LITERALS = frozenset({bool, int, float, complex, np.ndarray, compat.TypedNdArray,
+                              *(t for t in np.sctypeDict.values() if issubclass(t, np.generic))})
+
 _COMPUTE_TYPE = re.compile(r"device_host|device|tpu_sparsecore|gpu_stream:[0-9]{1,9}")
 
 
@@ -390,7 +398,24 @@ class Decoder:
   # --- values -------------------------------------------------------------
   def literal(self, msg: pb.Value, aval, path):
     """A literal's value is of its aval's dtype and shape (lowering makes the
-    constant from the value, the types from the aval)."""
+    constant from the value, the types from the aval). An array or scalar
+    value is decoded once per process (`_LITERALS`)."""
+    key = None
+    if (self.state.source is None and self.state.dim_env is None
+        and msg.WhichOneof("kind") not in walk.NESTING  # (no table of this Module's)
+        and all(type(d) is int for d in getattr(aval, "shape", (None,)))):
+      key = (aval, msg.SerializeToString(), _memo.context_key())
+      v = _LITERALS.get(key)
+      if v is not None:
+        return v
+    v = self._literal(msg, aval, path)
+    if key is not None and type(v) in _SHARED_LITERALS:
+      if isinstance(v, np.ndarray):
+        v.flags.writeable = False  # (shared by the programs that use it)
+      _LITERALS.put(key, v)
+    return v
+
+  def _literal(self, msg: pb.Value, aval, path):
     v = self.value(msg, path)
     dtype = getattr(v, "dtype", np.dtype(bool) if type(v) is bool else None)
     if dtype is None or dtype != getattr(aval, "dtype", None) or np.shape(v) != tuple(getattr(aval, "shape", ())):
