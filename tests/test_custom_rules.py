@@ -357,6 +357,50 @@ def test_a_rule_traced_once_per_process():
   assert _JVP_TRACES[0] == before + 3
 
 
+_VJP_TRACES = {"fwd": 0, "bwd": 0}
+
+
+@jax.custom_vjp
+def counted_vjp(x):
+  return jnp.sin(x)
+
+
+def _counted_fwd(x):
+  _VJP_TRACES["fwd"] += 1
+  return jnp.sin(x), jnp.cos(x)
+
+
+def _counted_bwd(res, g):
+  _VJP_TRACES["bwd"] += 1
+  return (5.0 * res * g,)
+
+
+counted_vjp.defvjp(_counted_fwd, _counted_bwd)
+
+
+def test_a_vjp_rule_traced_once_per_process():
+  """As a jvp rule: `dumps` traces a custom_vjp rule's fwd and bwd once per
+  process, and each file has them in full."""
+  jp.clear_caches()
+  def traced():
+    return jax.make_jaxpr(lambda x: counted_vjp(x) * 2.0)(1.0)
+  before = dict(_VJP_TRACES)
+  files = [jp.dumps(traced()) for _ in range(3)]
+  assert _VJP_TRACES == {"fwd": before["fwd"] + 1, "bwd": before["bwd"] + 1}
+  for data in files:
+    assert float(jax.grad(_fun(jp.loads(data)))(1.0)) == pytest.approx(10.0 * np.cos(1.0))
+  jp.dumps(jax.make_jaxpr(lambda x: counted_vjp(x))(jnp.ones(3)))  # another call (its types)
+  assert _VJP_TRACES == {"fwd": before["fwd"] + 2, "bwd": before["bwd"] + 2}
+  jp.clear_caches()
+  jp.dumps(traced())
+  assert _VJP_TRACES == {"fwd": before["fwd"] + 3, "bwd": before["bwd"] + 3}
+  from jaxpr_proto.codec import custom_rules
+  loaded = jp.loads(files[0])
+  jp.clear_caches()
+  jp.dumps(loaded)  # (a decoded rule holds its whole Module: not kept)
+  assert not custom_rules._TRACED_VJP
+
+
 def test_a_loaded_programs_rules_are_not_kept_for_the_process():
   """A decoded rule holds its whole Module: writing a loaded program again
   keeps nothing of it in the process's traced rules."""

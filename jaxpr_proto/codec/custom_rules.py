@@ -232,17 +232,26 @@ def _traced_jvp(key, thunk, n_primals):
   # made per call would only fill the memo and keep them alive; nor a
   # decoded rule, which holds its whole Module and gives its saved jaxpr
   # without tracing)
-  exact = (key[2][0] == "fingerprint" and not any(type(x) is _Same for x in key[1])
-           and rule_of(thunk) is None)
-  memo_key = (key, compat.memo.context_key()) if exact else None
+  memo_key = (key, compat.memo.context_key()) if _exact(key, thunk) else None
   hit = _TRACED_JVP.get(memo_key) if memo_key is not None else None
   if hit is not None:
     return hit
   out = thunk.call_wrapped(*([False] * n_primals))
   _check_no_tracers(out[1])
-  if memo_key is not None and sum(getattr(c, "nbytes", 0) for c in out[1]) <= _TRACED_MAX_CONST_BYTES:
+  if memo_key is not None and _const_bytes(out[1]) <= _TRACED_MAX_CONST_BYTES:
     _TRACED_JVP.put(memo_key, out)
   return out
+
+
+def _exact(key, thunk) -> bool:
+  """Whether a rule's key names it exactly, to keep its trace: its call by
+  fingerprint, no function or static arg named by identity, not a decoded rule."""
+  return (key[2][0] == "fingerprint" and not any(type(x) is _Same for x in key[1])
+          and rule_of(thunk) is None)
+
+
+def _const_bytes(*consts) -> int:
+  return sum(getattr(c, "nbytes", 0) for cs in consts for c in cs)
 
 
 # Rules inside rules. JAX traces a rule when a transformation first needs it;
@@ -301,8 +310,6 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   if entry is None:
     return idx
   msg = entry.vjp
-  in_avals = call_jaxpr.in_avals
-  n_primals = len(in_avals) - num_consts
   msg.fwd_name = thunk.debug_info.func_name
   msg.bwd_name = bwd.debug_info.func_name
   msg.fwd_debug_info.CopyFrom(enc.debug_info_msg(thunk.debug_info))
@@ -310,26 +317,18 @@ def encode_vjp_rule(enc, eqn, path) -> int:
   if cut is not None:
     msg.trace_error = cut
     return idx
-  try:
-    fwd_jaxpr, fwd_consts, closed_over = _trace_fwd(thunk, n_primals)
-    out_tree, res_tree, input_fwds = out_trees()
-    _check_no_tracers(fwd_consts)
-  except Exception as e:
-    msg.trace_error = _trace_error("custom_vjp fwd rule", msg.fwd_name, e)
-    return idx
-  fwd_out = [v.aval for v in fwd_jaxpr.outvars]
-  res_out = iter(fwd_out[:len(fwd_out) - len(call_jaxpr.out_avals)])
-  res_avals = [next(res_out) if f is None else in_avals[f] for f in input_fwds]
-  ct_avals = [a.to_tangent_aval() for a in call_jaxpr.out_avals]
-  primal_in = in_avals[num_consts:]
-
-  try:
-    bwd_jaxpr, bwd_consts = _trace_bwd(bwd, [*res_avals, *ct_avals],
-                                       [a.to_tangent_aval() for a in primal_in])
-    _check_no_tracers(bwd_consts)
-  except Exception as e:
-    msg.trace_error = _trace_error("custom_vjp bwd rule", msg.bwd_name, e)
-    return idx
+  # (kept per process as a jvp rule is: see _traced_jvp)
+  exact = (_exact(key, thunk) and rule_of(bwd) is None
+           and not any(type(x) is _Same for x in key[3][2]))
+  memo_key = (key, compat.memo.context_key()) if exact else None
+  traced = _TRACED_VJP.get(memo_key) if memo_key is not None else None
+  if traced is None:
+    traced = _trace_vjp(msg, thunk, bwd, out_trees, call_jaxpr, num_consts)
+    if traced is None:
+      return idx  # (msg.trace_error says why)
+    if memo_key is not None and _const_bytes(traced[1], traced[7]) <= _TRACED_MAX_CONST_BYTES:
+      _TRACED_VJP.put(memo_key, traced)
+  fwd_jaxpr, fwd_consts, closed_over, out_tree, res_tree, input_fwds, bwd_jaxpr, bwd_consts = traced
   msg.out_tree.CopyFrom(enc.value(out_tree, f"{path}.out_tree").treedef)
   msg.res_tree.CopyFrom(enc.value(res_tree, f"{path}.res_tree").treedef)
   msg.input_fwds.extend(-1 if f is None else f for f in input_fwds)
@@ -338,6 +337,37 @@ def encode_vjp_rule(enc, eqn, path) -> int:
     msg.fwd = enc.closed_jaxpr(_closed(fwd_jaxpr, fwd_consts), f"{path}.fwd")
     msg.bwd = enc.closed_jaxpr(_closed(bwd_jaxpr, bwd_consts), f"{path}.bwd")
   return idx
+
+
+# The traced custom_vjp rules, as _TRACED_JVP: (fwd jaxpr, its consts, closed
+# over inputs, out_tree, res_tree, input_fwds, bwd jaxpr, its consts).
+_TRACED_VJP = compat.memo.memo()
+
+
+def _trace_vjp(msg, thunk, bwd, out_trees, call_jaxpr, num_consts):
+  """The rule's fwd and bwd traced (see _TRACED_VJP), or None with
+  msg.trace_error set: a rule JAX itself could not trace is saved as such."""
+  in_avals = call_jaxpr.in_avals
+  try:
+    fwd_jaxpr, fwd_consts, closed_over = _trace_fwd(thunk, len(in_avals) - num_consts)
+    out_tree, res_tree, input_fwds = out_trees()
+    _check_no_tracers(fwd_consts)
+  except Exception as e:
+    msg.trace_error = _trace_error("custom_vjp fwd rule", msg.fwd_name, e)
+    return None
+  fwd_out = [v.aval for v in fwd_jaxpr.outvars]
+  res_out = iter(fwd_out[:len(fwd_out) - len(call_jaxpr.out_avals)])
+  res_avals = [next(res_out) if f is None else in_avals[f] for f in input_fwds]
+  ct_avals = [a.to_tangent_aval() for a in call_jaxpr.out_avals]
+  try:
+    bwd_jaxpr, bwd_consts = _trace_bwd(bwd, [*res_avals, *ct_avals],
+                                       [a.to_tangent_aval() for a in in_avals[num_consts:]])
+    _check_no_tracers(bwd_consts)
+  except Exception as e:
+    msg.trace_error = _trace_error("custom_vjp bwd rule", msg.bwd_name, e)
+    return None
+  return (fwd_jaxpr, fwd_consts, closed_over, out_tree, res_tree, list(input_fwds),
+          bwd_jaxpr, bwd_consts)
 
 
 def _trace_fwd(thunk, n):
