@@ -66,12 +66,15 @@ class Structure:
       return
     if self.ref("closed_jaxprs", m.root, "root", "root closed jaxpr"):
       self.root_inputs()
-    for i, f in enumerate(m.frames):
-      self.ref("strings", f.file, f"frames[{i}].file", "string")
-      self.ref("strings", f.function, f"frames[{i}].function", "string")
+    n_strings, n_frames = self.n["strings"], self.n["frames"]
+    for i, f in enumerate(m.frames):  # (the paths made where one is out of range)
+      if not (0 <= f.file < n_strings and 0 <= f.function < n_strings):
+        self.ref("strings", f.file, f"frames[{i}].file", "string")
+        self.ref("strings", f.function, f"frames[{i}].function", "string")
     for i, tb in enumerate(m.tracebacks):
-      for k, j in enumerate(tb.frames):
-        self.ref("frames", j, f"tracebacks[{i}].frames[{k}]", "frame")
+      if tb.frames and max(tb.frames) >= n_frames:  # (uint32: none below 0)
+        for k, j in enumerate(tb.frames):
+          self.ref("frames", j, f"tracebacks[{i}].frames[{k}]", "frame")
     for i, ctx in enumerate(m.contexts):
       if ctx.HasField("xla_metadata"):
         self.values(("x", i), ctx.xla_metadata, f"contexts[{i}].xla_metadata")
@@ -85,7 +88,12 @@ class Structure:
     err, param_errors = self.err, []
     self.err = lambda path, message: param_errors.append((path, message))
     self.param_subs: list[list[tuple[str, int]]] = []  # for bounds: each param's references
+    nesting = walk.NESTING
     for i, p in enumerate(m.params):  # to jaxprs and closed jaxprs, each use counted
+      kind = p.value.WhichOneof("kind")
+      if kind is not None and kind not in nesting:  # (a leaf, as most params: nothing to walk)
+        self.param_subs.append(())
+        continue
       refs = list(walk.value_refs(p.value, f"params[{i}]({p.name})"))
       self.param_subs.append([(kind, j) for kind, j, _ in refs
                               if kind == "jaxpr" or kind == "closed_jaxpr"])
