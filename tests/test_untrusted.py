@@ -583,6 +583,15 @@ def test_param_codec_gets_the_wrong_kind():
   _fails(m, match="expected a custom rule reference", path="eqn[0].params.jvp_jaxpr_fun")
 
 
+def test_param_with_an_empty_value():
+  m = _custom_jvp_module()
+  p = next(p for p in m.params if p.name == "num_consts")
+  p.value.Clear()
+  p.value.SetInParent()  # (set, with no kind)
+  _fails(m, match="empty value", path="eqn[0].params.num_consts")
+  assert jp.check(m).errors[0] == ("eqn[0].params.num_consts", "empty value")
+
+
 def test_param_codec_gets_an_out_of_range_rule():
   m = _custom_jvp_module()
   p = next(p for p in m.params if p.name == "jvp_jaxpr_fun")
