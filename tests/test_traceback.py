@@ -214,3 +214,20 @@ def test_eval_and_retrace(jaxprs):
   assert (again.pretty_print(source_info=True, name_stack=True) ==
           jax.make_jaxpr(jex_core.jaxpr_as_fun(original))(*_args())
           .pretty_print(source_info=True, name_stack=True))
+
+
+def test_user_frames_follow_jaxs_exclusions():
+  """A traceback's user frames are kept per process, keyed with what decides
+  which frames are the user's: a path JAX is told to exclude later is left
+  out from then on, as JAX's own printer leaves it out."""
+  tb = jax.make_jaxpr(lambda x: jnp.sin(x))(1.0).jaxpr.eqns[0].source_info.traceback
+  before = frames_of(tb)
+  assert before[0][0] == __file__
+  source_info_util.register_exclusion(__file__)
+  try:
+    assert all(f[0] != __file__ for f in frames_of(tb))
+  finally:  # (JAX has no way to undo it)
+    source_info_util._exclude_paths.remove(__file__)
+    source_info_util._exclude_path_regex.cache_clear()
+    source_info_util.is_user_filename.cache_clear()
+  assert frames_of(tb) == before

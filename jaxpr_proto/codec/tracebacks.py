@@ -87,9 +87,23 @@ def frames_of(traceback: Any) -> list[Frame]:
   """
   if traceback is None:
     return []
-  return [(f.file_name, f.function_name, f.start_line, f.start_column,
-           f.end_line, f.end_column)
-          for f in source_info_util.user_frames(traceback)]
+  rules = compat.user_frame_rules()
+  key = (traceback, rules) if rules is not None else None
+  frames = _USER_FRAMES.get(key) if key is not None else None
+  if frames is None:
+    frames = tuple((f.file_name, f.function_name, f.start_line, f.start_column,
+                    f.end_line, f.end_column)
+                   for f in source_info_util.user_frames(traceback))
+    if key is not None:
+      _USER_FRAMES.put(key, frames)
+  return list(frames)
+
+
+# A traceback's user frames, per process: JAX compares and hashes a Traceback
+# by its frames, and a later program's eqns have the tracebacks of an earlier
+# one's (a training step traced again). Keyed with what decides which frames
+# are the user's (compat.user_frame_rules).
+_USER_FRAMES = compat.memo.memo()
 
 
 def make_traceback(frames: Sequence[Frame]) -> Traceback | None:

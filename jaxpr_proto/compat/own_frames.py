@@ -14,3 +14,13 @@ for _entry in sorted(os.listdir(_PACKAGE)):
   if _entry != "cli" and (_entry.endswith(".py") or os.path.isdir(os.path.join(_PACKAGE, _entry))):
     source_info_util.register_exclusion(
         os.path.join(_PACKAGE, _entry) + ("" if _entry.endswith(".py") else os.sep))
+
+
+def user_frame_rules() -> tuple[int, int] | None:
+  """What decides which frames are the user's (`user_frames`): the paths JAX
+  excludes and includes, lists that only grow, as their lengths; None where
+  this JAX keeps them otherwise."""
+  try:
+    return len(source_info_util._exclude_paths), len(source_info_util._include_paths)
+  except (AttributeError, TypeError):
+    return None
