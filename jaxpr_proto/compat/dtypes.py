@@ -22,13 +22,17 @@ UNCOMPILABLE_DTYPES = {"cpu": frozenset({"float6_e2m3fn", "float6_e3m2fn"}),
                        "tpu": frozenset({"float6_e2m3fn", "float6_e3m2fn"})}
 
 
+_UNCOMPILABLE_ANYWHERE = frozenset().union(*UNCOMPILABLE_DTYPES.values())
+
+
 def backend_lacking(dtype) -> str | None:
   """The default backend's name where it cannot compile `dtype`, else None
   (the backend is only looked up for such a dtype)."""
-  if not any(dtype.name in names for names in UNCOMPILABLE_DTYPES.values()):
+  name = dtype.name  # (a Python property in NumPy: read once)
+  if name not in _UNCOMPILABLE_ANYWHERE:
     return None
   backend = jax.default_backend()
-  return backend if dtype.name in UNCOMPILABLE_DTYPES.get(backend, ()) else None
+  return backend if name in UNCOMPILABLE_DTYPES.get(backend, ()) else None
 
 
 def key_impl_name(dtype) -> str:
