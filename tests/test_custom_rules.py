@@ -401,6 +401,48 @@ def test_a_vjp_rule_traced_once_per_process():
   assert not custom_rules._TRACED_VJP
 
 
+@jax.custom_vjp
+def tree_vjp(xs):
+  return xs[0] * xs[1]
+
+
+def _tree_fwd(xs):
+  return tree_vjp(xs), xs
+
+
+def _tree_bwd(res, g):  # (a rule that tells a list from a tuple)
+  k = 10.0 if isinstance(res, list) else 1.0
+  return (type(res)([k * g * res[1], g * res[0]]),)
+
+
+tree_vjp.defvjp(_tree_fwd, _tree_bwd)
+
+
+@jax.custom_jvp
+def tree_jvp(xs):
+  return xs[0] * xs[1]
+
+
+@tree_jvp.defjvp
+def _tree_jvp_rule(primals, tangents):
+  (xs,), (ts,) = primals, tangents
+  k = 10.0 if isinstance(xs, list) else 1.0
+  return tree_jvp(xs), k * ts[0] * xs[1] + xs[0] * ts[1]
+
+
+@pytest.mark.parametrize("fn", [tree_jvp, tree_vjp], ids=["custom_jvp", "custom_vjp"])
+def test_rules_of_calls_of_two_trees_stay_apart(fn):
+  """f((x, 1.0)) and f([x, 1.0]) have one call jaxpr (the same types) but
+  other trees, and a rule may tell them apart: each call keeps its own
+  rule, in one program and across the process's traced rules."""
+  both = lambda x: fn((x, 1.0)) + fn([x, 1.0])
+  assert float(jax.grad(_fun(jp.loads(jp.dumps(jax.make_jaxpr(both)(2.0)))))(2.0)) == 11.0
+  for make, want in ((lambda x: (x, 1.0), 1.0), (lambda x: [x, 1.0], 10.0)):
+    g = lambda x: fn(make(x))
+    assert float(jax.grad(g)(2.0)) == want
+    assert float(jax.grad(_fun(jp.loads(jp.dumps(jax.make_jaxpr(g)(2.0)))))(2.0)) == want
+
+
 def test_a_loaded_programs_rules_are_not_kept_for_the_process():
   """A decoded rule holds its whole Module: writing a loaded program again
   keeps nothing of it in the process's traced rules."""

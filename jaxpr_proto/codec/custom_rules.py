@@ -118,8 +118,10 @@ def _rule_functions(fun, statics=True) -> list:
   def static(args, depth):
     """The static args among a wrapped function's transformation args:
     functions as above; values by exact key (memo.value_key), arrays and
-    the user's objects by identity; JAX's own machinery (stores, tree
-    structures, which the call's types fix) left out."""
+    the user's objects by identity; tree structures by structure and text
+    (`==` takes aux data 4 for 4.0); JAX's own machinery (stores) left out.
+    The call's types do not fix its tree: f((a, b)) and f([a, b]) are one
+    call jaxpr, and a rule may tell them apart."""
     if depth > _MAX_RULE_WALK:
       out.append(_Same(args))
       return
@@ -133,6 +135,8 @@ def _rule_functions(fun, statics=True) -> list:
         static(x, depth + 1)
       elif isinstance(x, (np.ndarray, jax.Array)):
         out.append(_Same(x))
+      elif isinstance(x, compat.PyTreeDef):
+        out.append((compat.PyTreeDef, x, str(x)))
       else:
         try:
           out.append(compat.memo.value_key(x))
