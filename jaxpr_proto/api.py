@@ -169,8 +169,10 @@ def check(x, *, raise_on_error: bool = False, max_errors: int = 200,
 
 
 def clear_caches() -> None:
-  """Empties jaxpr_proto's process-wide memos of checking (JAX's type rule of
-  an eqn, the verdicts on custom_jvp rules, the files that passed every
-  check), as `jax.clear_caches()` does JAX's caches: the next load checks
-  everything afresh."""
+  """Empties jaxpr_proto's process-wide memos (JAX's type rule of an eqn, the
+  verdicts on params and custom_jvp rules, the files that passed every
+  check; the params and literal values decoded, the custom rules traced and
+  tracebacks' user frames read), as `jax.clear_caches()` does JAX's caches:
+  the next load checks and decodes everything afresh, the next `dumps`
+  traces every rule."""
   compat.memo.clear_all()

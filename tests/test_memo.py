@@ -204,3 +204,31 @@ def test_literal_values_are_decoded_once_and_shared_read_only():
   jp.clear_caches()
   d = jp.loads(jp.dumps(jax.make_jaxpr(lambda x: f(x, 5.0))(jnp.ones(3))))
   assert not any(x.val is y.val for x, y in zip(lb, _literals(d))), "clear_caches forgets them"
+
+
+def test_a_big_literal_is_not_kept():
+  """Only literal values of at most 1 KiB are kept for the process: a
+  program's big literal is not kept alive after it is dropped."""
+  from jaxpr_proto.codec import decoder
+  m = jp.encode(jax.make_jaxpr(lambda x: x * 2.0)(np.ones(300, np.float32)))
+  jaxpr = m.jaxprs[m.closed_jaxprs[m.root].jaxpr]
+  lit = jaxpr.eqns[0].invars[1].literal  # (2.0, made an f32[300] of 2.0s)
+  lit.aval = jaxpr.invars[0].aval
+  lit.value.array.shape[:] = [300]
+  lit.value.array.data = np.full(300, 2, np.float32).tobytes()
+  jp.clear_caches()
+  out = _literals(jp.loads(m.SerializeToString()))[0].val
+  assert out.shape == (300,) and float(out[7]) == 2.0
+  assert not decoder._LITERALS
+  jp.loads(jp.dumps(jax.make_jaxpr(lambda x: x * 2.0)(np.ones(300, np.float32))))
+  assert len(decoder._LITERALS) == 1  # (a scalar's: kept)
+
+
+def test_params_key_tells_a_repeated_element_apart():
+  """The params-alone verdict reads whether a tuple names an axis twice, by
+  its elements' equality: its key counts the distinct ones, even where an
+  element is keyed by its kind alone."""
+  from jaxpr_proto.check.params_alone import params_key
+  f, g = jax.tree.structure((1, 2)), jax.tree.structure([1])  # (no exact key: by kind)
+  assert params_key({"axes": (f, f)}) != params_key({"axes": (f, g)})
+  assert params_key({"axes": (f, g)}) == params_key({"axes": (g, f)})

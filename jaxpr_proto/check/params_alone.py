@@ -47,7 +47,8 @@ def params_key(params: dict) -> tuple:
   """A key of what `_params_errors` reads of `params`: each value by value
   (compat.memo.value_key) where it has an exact key, else what the checks
   read of it: a sub-jaxpr's kind and debug-info verdict, an object's kind
-  (the schema's) and hashability, a tuple's of each element. So the eqns
+  (the schema's) and hashability, a tuple's of each element and how many
+  are distinct. So the eqns
   of one primitive over equal copies of a sub-jaxpr (a custom_jvp call per
   layer, each a jit of relu) share a verdict. Raises NoKey for the rest."""
   return tuple((name, _value_key(v)) for name, v in params.items())
@@ -58,8 +59,8 @@ def _value_key(v):
     return compat.memo.value_key(v)
   except compat.memo.NoKey:
     pass
-  if type(v) is tuple:
-    return (tuple, tuple(map(_value_key, v)))
+  if type(v) is tuple:  # (with how many distinct: `_repeats` reads its elements' equality)
+    return (tuple, len(set(v)) if _unhashable(v) is None else None, tuple(map(_value_key, v)))
   kind = param_schema.kind(v)
   if kind in ("ClosedJaxpr", "Jaxpr"):
     return (kind, _debug_miscount(v))

@@ -424,7 +424,10 @@ class Structure:
     """`_uses_numpy`'s checks for a jaxpr too small to repay NumPy's fixed
     cost (dearer still at its first use in a process), with the loops in C
     (map, zip, itertools): the same verdicts, nothing reported."""
-    eqn_of = lambda counts: chain.from_iterable(map(repeat, range(c.n), counts))  # noqa: E731
+    def eqn_of(counts):
+      """The eqn index of each entry of a column whose per-eqn counts are `counts`."""
+      return chain.from_iterable(map(repeat, range(c.n), counts))
+
     if c.params and max(c.param_count) > 1:  # (a param name given twice in an eqn)
       pairs = set(zip(eqn_of(c.param_count), map(self.param_names.__getitem__, c.params)))
       if len(pairs) != len(c.params):

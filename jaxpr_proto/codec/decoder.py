@@ -45,8 +45,9 @@ _PLAIN_PARAMS = _memo.memo()
 # program): shared, as one program's uses of a literal share one value, and
 # so made read-only. (Not with arrays outside the message, or symbolic dims.)
 _LITERALS = _memo.memo()
-_SHARED_LITERALS = frozenset({bool, int, float, complex, np.ndarray, compat.TypedNdArray,
+_SHAREABLE_TYPES = frozenset({bool, np.ndarray, compat.TypedNdArray,
                               *(t for t in np.sctypeDict.values() if issubclass(t, np.generic))})
+_SHARED_LITERAL_BYTES = 1 << 10  # (a bigger value is decoded at each use: not kept alive)
 
 _COMPUTE_TYPE = re.compile(r"device_host|device|tpu_sparsecore|gpu_stream:[0-9]{1,9}")
 
@@ -399,17 +400,18 @@ class Decoder:
   def literal(self, msg: pb.Value, aval, path):
     """A literal's value is of its aval's dtype and shape (lowering makes the
     constant from the value, the types from the aval). An array or scalar
-    value is decoded once per process (`_LITERALS`)."""
+    value of at most 1 KiB is decoded once per process (`_LITERALS`)."""
     key = None
     if (self.state.source is None and self.state.dim_env is None
         and msg.WhichOneof("kind") not in walk.NESTING  # (no table of this Module's)
         and all(type(d) is int for d in getattr(aval, "shape", (None,)))):
-      key = (aval, msg.SerializeToString(), _memo.context_key())
-      v = _LITERALS.get(key)
+      data = msg.SerializeToString()
+      key = (aval, data, _memo.context_key()) if len(data) <= _SHARED_LITERAL_BYTES else None
+      v = _LITERALS.get(key) if key is not None else None
       if v is not None:
         return v
     v = self._literal(msg, aval, path)
-    if key is not None and type(v) in _SHARED_LITERALS:
+    if key is not None and type(v) in _SHAREABLE_TYPES:
       if isinstance(v, np.ndarray):
         v.flags.writeable = False  # (shared by the programs that use it)
       _LITERALS.put(key, v)
