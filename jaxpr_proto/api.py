@@ -33,9 +33,8 @@ def decode(module: pb.Module, *, typecheck: bool = True, external=None, callback
            trust_pickled_code: bool = False, unresolved: str = "error"):
   """jaxpr_proto.v1.Module message -> ClosedJaxpr (a jp.Function if it has one).
 
-  `typecheck=False` skips re-running JAX's type check of every eqn (a
-  sixth of a first load of an MLP step; less later, as its verdicts are
-  kept per distinct eqn); use it only for files you trust.
+  `typecheck=False` skips re-running JAX's type check of every eqn (about
+  a quarter of a load of an MLP step); use it only for files you trust.
   `external` is where the arrays stored outside the message are: the folder
   of the .jaxpb (a path), or a `jaxpr_proto.wire.external.Source`.
   `callbacks` ({name: function}) binds the names of the host callbacks the
