@@ -232,3 +232,18 @@ def test_params_key_tells_a_repeated_element_apart():
   f, g = jax.tree.structure((1, 2)), jax.tree.structure([1])  # (no exact key: by kind)
   assert params_key({"axes": (f, f)}) != params_key({"axes": (f, g)})
   assert params_key({"axes": (f, g)}) == params_key({"axes": (g, f)})
+
+
+def test_literals_of_a_file_with_external_arrays_are_not_kept(tmp_path):
+  """A load that reads arrays outside the message keeps no literal value for
+  the process (what it decodes may be views of its data file)."""
+  from jaxpr_proto.codec import decoder
+  big = np.arange(4096, dtype=np.float32)
+  cj = jax.make_jaxpr(lambda x: (x * 2.0) + big)(np.ones(4096, np.float32))
+  path = tmp_path / "f.jaxpb"
+  jp.save(cj, path, external_min_bytes=1024)
+  assert len(list(tmp_path.iterdir())) == 2, "the constant goes to a data file"
+  jp.clear_caches()
+  loaded = jp.load(path)
+  assert not decoder._LITERALS
+  assert [float(x.val) for x in _literals(loaded)] == [2.0]
