@@ -48,9 +48,9 @@ def params_key(params: dict) -> tuple:
   (compat.memo.value_key) where it has an exact key, else what the checks
   read of it: a sub-jaxpr's kind and debug-info verdict, an object's kind
   (the schema's) and hashability, a tuple's of each element and how many
-  are distinct. So the eqns
-  of one primitive over equal copies of a sub-jaxpr (a custom_jvp call per
-  layer, each a jit of relu) share a verdict. Raises NoKey for the rest."""
+  are distinct. So the eqns of one primitive over equal copies of a
+  sub-jaxpr (a custom_jvp call per layer, each a jit of relu) share a
+  verdict. Raises NoKey for the rest."""
   return tuple((name, _value_key(v)) for name, v in params.items())
 
 

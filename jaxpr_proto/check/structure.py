@@ -10,7 +10,6 @@ import bisect
 import collections
 import itertools
 import operator
-from itertools import chain, repeat
 
 import numpy as np
 
@@ -426,7 +425,7 @@ class Structure:
     (map, zip, itertools): the same verdicts, nothing reported."""
     def eqn_of(counts):
       """The eqn index of each entry of a column whose per-eqn counts are `counts`."""
-      return chain.from_iterable(map(repeat, range(c.n), counts))
+      return itertools.chain.from_iterable(map(itertools.repeat, range(c.n), counts))
 
     if c.params and max(c.param_count) > 1:  # (a param name given twice in an eqn)
       pairs = set(zip(eqn_of(c.param_count), map(self.param_names.__getitem__, c.params)))
@@ -441,7 +440,7 @@ class Structure:
     if len(at) != bound + 1:
       return False  # (defined twice)
     # Each operand defined before its eqn (an undefined one: at the end, c.n).
-    if not all(map(operator.lt, map(at.get, c.operands, repeat(c.n)), eqn_of(c.operand_count))):
+    if not all(map(operator.lt, map(at.get, c.operands, itertools.repeat(c.n)), eqn_of(c.operand_count))):
       return False
     if nested:
       literals, ops, pos = [], c.operands, 0  # (eqn, operand position) of each literal operand
